@@ -1,0 +1,133 @@
+# racks: hand-written Makefile. `make` builds build/rackd and build/rackctl.
+# Variables meant to be overridden: PREFIX DESTDIR SBINDIR MANDIR SYSCONFDIR
+# SYSTEMDUNITDIR CC CFLAGS LDFLAGS V=1 (show commands).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+SYSTEMDUNITDIR ?= /lib/systemd/system
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+PKG_CONFIG ?= pkg-config
+PYTHON ?= /usr/bin/python3
+BUILD := build
+
+PKGS := libmnl libnetfilter_queue libnftables libnftnl libsodium
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Icommon -Irackd -Inft -MMD -MP
+
+ifeq ($(V),1)
+Q :=
+quiet = @:
+else
+Q := @
+quiet = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
+# pkg-config is only needed for targets that compile daemon code.
+pkg_cflags = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+pkg_libs = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+COMMON_SRC := common/addr.c common/proto.c
+RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(COMMON_SRC)
+RACKCTL_SRC := rackctl/rackctl.c common/proto.c
+# Pure logic covered by the C unit tests (no netlink, no daemon state).
+UNIT_LIB_SRC := rackd/packet.c rackd/csum.c rackd/config.c rackd/timer.c \
+	rackd/log.c $(COMMON_SRC)
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
+	$(filter-out tests/unit/unit.c,$(wildcard tests/unit/test_*.c)))
+
+obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
+
+.PHONY: all deps install uninstall clean check check-unit check-integration \
+	check-slow asan fuzz demo
+all: $(BUILD)/rackd $(BUILD)/rackctl
+
+deps:
+	$(Q)./packaging/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	$(call quiet,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/rackd: $(call obj,obj,$(RACKD_SRC))
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(pkg_libs)
+
+$(BUILD)/rackctl: $(call obj,obj,$(RACKCTL_SRC))
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
+# The daemon under AddressSanitizer and UndefinedBehaviorSanitizer.
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+$(BUILD)/asan/%.o: %.c
+	$(call quiet,CC-SAN,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) $(SAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/asan/rackd: $(call obj,asan,$(RACKD_SRC))
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(pkg_libs)
+
+asan: $(BUILD)/asan/rackd
+
+# Unit tests are built with the sanitizers too.
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.c $(call obj,asan,$(UNIT_LIB_SRC))
+	$(call quiet,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -Itests/unit $(SAN_FLAGS) \
+		-o $@ $< tests/unit/unit.c $(call obj,asan,$(UNIT_LIB_SRC)) \
+		$(pkg_libs)
+
+check-unit: $(UNIT_TESTS)
+	$(Q)set -e; for t in $(UNIT_TESTS); do $$t; done
+
+# libFuzzer targets (clang); `make fuzz FUZZ_SECONDS=60` runs each.
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+$(BUILD)/fuzz/%: tests/fuzz/%.c
+	$(call quiet,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)clang -std=c11 -D_GNU_SOURCE -g -O1 -Icommon -Irackd -Inft \
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(pkg_libs)
+
+fuzz: $(FUZZ_TARGETS)
+	$(Q)set -e; for f in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD)/corpus/$$(basename $$f); \
+		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(BUILD)/corpus/$$(basename $$f) tests/fuzz/seeds; done
+
+# The one command CI runs (README): installs dependencies, builds, runs
+# every fast test. Long proofs are in check-slow.
+check: deps all asan check-unit
+	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
+	$(Q)$(PYTHON) -m pytest -q tests
+
+check-slow: deps all asan
+	$(Q)$(PYTHON) -m pytest -q -m slow tests
+
+demo: deps all
+	$(Q)$(PYTHON) tests/demo.py
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(MANDIR)/man5
+	install -m 0755 $(BUILD)/rackd $(BUILD)/rackctl $(DESTDIR)$(SBINDIR)/
+	install -m 0644 man/rackd.8 man/rackctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/racks.conf.5 $(DESTDIR)$(MANDIR)/man5/
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/rackd $(DESTDIR)$(SBINDIR)/rackctl \
+		$(DESTDIR)$(MANDIR)/man8/rackd.8 $(DESTDIR)$(MANDIR)/man8/rackctl.8 \
+		$(DESTDIR)$(MANDIR)/man5/racks.conf.5
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "ruleset.h"
+
+#include <errno.h>
+#include <nftables/libnftables.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "xt_queue.h"
+
+/* Before the usual mangle (-150) and filter (0) chains of other tables,
+ * after conntrack (-200), so SYNs are seen as they leave and arrive. */
+#define RULESET_PRIORITY "-160"
+
+struct script {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static void port_elements(FILE *f, const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->nports; i++) {
+		const struct port_range *p = &cfg->ports[i];
+
+		fprintf(f, "%s%u", i ? ", " : "", p->first);
+		if (p->last != p->first)
+			fprintf(f, "-%u", p->last);
+	}
+}
+
+static void exclude_set(FILE *f, const struct config *cfg, const char *name,
+			const char *type, int family)
+{
+	bool first = true;
+
+	fprintf(f, "\tset %s {\n\t\ttype %s\n\t\tflags interval\n"
+		   "\t\tauto-merge\n", name, type);
+	for (size_t i = 0; i < cfg->nexclude; i++) {
+		char buf[PREFIX_STRLEN];
+
+		if (cfg->exclude[i].addr.family != family)
+			continue;
+		fprintf(f, "%s%s", first ? "\t\telements = { " : ", ",
+			prefix_format(&cfg->exclude[i], buf, sizeof(buf)));
+		first = false;
+	}
+	fprintf(f, "%s\t}\n", first ? "" : " }\n");
+}
+
+/* The per-direction chain that decides which SYNs are diverted. */
+static void syn_chain(FILE *f, const struct config *cfg, const char *name,
+		      const char *peer)
+{
+	fprintf(f, "\tchain %s {\n", name);
+	fprintf(f, "\t\tip %s @exclude4 return\n", peer);
+	fprintf(f, "\t\tip6 %s @exclude6 return\n", peer);
+	if (cfg->all_ports) {
+		fprintf(f, "\t\tgoto divert\n");
+	} else {
+		/* The server's port: destination of a SYN, source of a
+		 * SYN-ACK, whichever end is local. */
+		fprintf(f, "\t\ttcp flags & ack == 0 tcp dport @server_ports "
+			   "goto divert\n");
+		fprintf(f, "\t\ttcp flags & ack == ack tcp sport @server_ports "
+			   "goto divert\n");
+	}
+	fprintf(f, "\t}\n");
+}
+
+static void base_chain(FILE *f, const struct config *cfg, const char *hook,
+		       const char *iftype, const char *target)
+{
+	fprintf(f, "\tchain %s {\n\t\ttype filter hook %s priority %s; "
+		   "policy accept;\n", hook, hook, RULESET_PRIORITY);
+	/* One rule sees every packet: data segments fail its first test. */
+	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
+		   "0x%08x meta %s != loopback jump %s\n",
+		cfg->mark, iftype, target);
+	fprintf(f, "\t}\n");
+}
+
+char *ruleset_script(const struct config *cfg, bool native_queue)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		fatalx(EXIT_NOMEM, "out of memory");
+	/* "add" then "delete" makes the delete valid whether or not a stale
+	 * table exists; the whole script is one transaction. */
+	fprintf(f, "add table %s %s\n", RULESET_FAMILY, RULESET_TABLE);
+	fprintf(f, "delete table %s %s\n", RULESET_FAMILY, RULESET_TABLE);
+	fprintf(f, "table %s %s {\n", RULESET_FAMILY, RULESET_TABLE);
+	fprintf(f, "\tcomment \"managed by rackd: do not edit\"\n");
+	if (!cfg->all_ports) {
+		fprintf(f, "\tset server_ports {\n\t\ttype inet_service\n"
+			   "\t\tflags interval\n\t\tauto-merge\n"
+			   "\t\telements = { ");
+		port_elements(f, cfg);
+		fprintf(f, " }\n\t}\n");
+	}
+	exclude_set(f, cfg, "exclude4", "ipv4_addr", AF_INET);
+	exclude_set(f, cfg, "exclude6", "ipv6_addr", AF_INET6);
+	fprintf(f, "\tchain divert {\n");
+	if (native_queue)
+		fprintf(f, "\t\tcounter queue num %u bypass\n", cfg->queue_num);
+	fprintf(f, "\t}\n");
+	syn_chain(f, cfg, "syn_out", "daddr");
+	syn_chain(f, cfg, "syn_in", "saddr");
+	base_chain(f, cfg, "output", "oiftype", "syn_out");
+	base_chain(f, cfg, "input", "iiftype", "syn_in");
+	fprintf(f, "}\n");
+	if (fclose(f) != 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	return buf;
+}
+
+const char *ruleset_queue_name(enum ruleset_queue q)
+{
+	return q == RULESET_QUEUE_NATIVE ? "native" : "xt";
+}
+
+/* Run an nft script; on failure copy the first error line into err. */
+static int run_nft(const char *script, char *err, size_t errlen)
+{
+	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	int ret;
+
+	if (!ctx)
+		fatalx(EXIT_NOMEM, "out of memory");
+	nft_ctx_buffer_output(ctx);
+	nft_ctx_buffer_error(ctx);
+	ret = nft_run_cmd_from_buffer(ctx, script);
+	if (ret && err) {
+		const char *msg = nft_ctx_get_error_buffer(ctx);
+		size_t n = msg ? strcspn(msg, "\n") : 0;
+
+		snprintf(err, errlen, "%.*s", (int)n, msg ? msg : "");
+	}
+	nft_ctx_free(ctx);
+	return ret ? -EINVAL : 0;
+}
+
+static bool ruleset_present(void)
+{
+	return run_nft("list table " RULESET_FAMILY " " RULESET_TABLE, NULL,
+		       0) == 0;
+}
+
+static int install_native(const struct config *cfg, char *err, size_t errlen)
+{
+	char *script = ruleset_script(cfg, true);
+	int ret = run_nft(script, err, errlen);
+
+	free(script);
+	return ret;
+}
+
+static int install_xt(const struct config *cfg, char *err, size_t errlen)
+{
+	char *script = ruleset_script(cfg, false);
+	int ret = run_nft(script, err, errlen);
+
+	free(script);
+	if (ret)
+		return ret;
+	/* Second transaction: until it commits the table diverts nothing,
+	 * which is exactly the bypass behaviour, never a blackhole. */
+	ret = xt_queue_add_rule(RULESET_TABLE, "divert", cfg->queue_num);
+	if (ret) {
+		snprintf(err, errlen, "adding the xt NFQUEUE rule: %s",
+			 strerror(-ret));
+		ruleset_remove(NULL, 0);
+	}
+	return ret;
+}
+
+int ruleset_install(const struct config *cfg, enum ruleset_queue *used,
+		    bool *replaced, char *err, size_t errlen)
+{
+	char native_err[256] = "";
+	int ret;
+
+	*replaced = ruleset_present();
+	if (cfg->queue_mode != QUEUE_MODE_XT) {
+		ret = install_native(cfg, native_err, sizeof(native_err));
+		if (ret == 0) {
+			*used = RULESET_QUEUE_NATIVE;
+			return 0;
+		}
+		if (cfg->queue_mode == QUEUE_MODE_NATIVE) {
+			snprintf(err, errlen,
+				 "native nft queue statement refused (%s): "
+				 "kernel lacks CONFIG_NFT_QUEUE?", native_err);
+			return ret;
+		}
+		log_info("native nft queue unavailable (%s); using the xt "
+			 "NFQUEUE target", native_err);
+	}
+	ret = install_xt(cfg, err, errlen);
+	if (ret == 0) {
+		*used = RULESET_QUEUE_XT;
+		return 0;
+	}
+	if (ret == -ENOENT || ret == -EOPNOTSUPP) {
+		snprintf(err, errlen,
+			 "no way to queue packets: the kernel has neither "
+			 "CONFIG_NFT_QUEUE nor CONFIG_NFT_COMPAT with "
+			 "CONFIG_NETFILTER_XT_TARGET_NFQUEUE");
+		return -ENOTSUP;
+	}
+	return ret;
+}
+
+int ruleset_remove(char *err, size_t errlen)
+{
+	/* "destroy" needs nft 1.0.8; add-then-delete never fails on absence. */
+	return run_nft("add table " RULESET_FAMILY " " RULESET_TABLE "\n"
+		       "delete table " RULESET_FAMILY " " RULESET_TABLE "\n",
+		       err, errlen);
+}

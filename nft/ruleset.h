@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * rackd's own nftables table, "inet racks", and nothing else: created in
+ * one transaction that also replaces a stale table from a crashed run,
+ * removed on shutdown. Rules are static; policy lives in sets.
+ *
+ * Packets are handed to user space either by the native "queue"
+ * statement (CONFIG_NFT_QUEUE) or, on kernels without it, by the xt
+ * NFQUEUE target through nft_compat, which only libnftnl can express.
+ */
+#ifndef RACKS_RULESET_H
+#define RACKS_RULESET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+#define RULESET_TABLE "racks"
+#define RULESET_FAMILY "inet"
+
+enum ruleset_queue {
+	RULESET_QUEUE_NATIVE,
+	RULESET_QUEUE_XT,
+};
+
+/*
+ * Install the table for CFG, choosing the queue statement per
+ * cfg->queue_mode. On success *used says which was taken and *replaced
+ * whether a stale table was found. On failure err holds one line.
+ */
+int ruleset_install(const struct config *cfg, enum ruleset_queue *used,
+		    bool *replaced, char *err, size_t errlen);
+/* Remove the table; 0 also when it was already gone. */
+int ruleset_remove(char *err, size_t errlen);
+
+/* The nft script ruleset_install() runs (exposed for the golden test). */
+char *ruleset_script(const struct config *cfg, bool native_queue);
+const char *ruleset_queue_name(enum ruleset_queue q);
+
+#endif

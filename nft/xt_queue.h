@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The xt NFQUEUE target (revision 3, with bypass) as an nft_compat
+ * expression, for kernels without the native nft queue statement.
+ * libnftables cannot create compat expressions, so this uses libnftnl.
+ */
+#ifndef RACKS_XT_QUEUE_H
+#define RACKS_XT_QUEUE_H
+
+#include <stdint.h>
+
+/* Append "counter; NFQUEUE --queue-num NUM --queue-bypass" to CHAIN of
+ * table inet TABLE in one netlink transaction. Returns 0 or -errno. */
+int xt_queue_add_rule(const char *table, const char *chain, uint16_t num);
+
+#endif

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Install every build and test dependency of racks from Debian's archive.
+# Idempotent: packages already installed are skipped without touching apt.
+set -eu
+
+BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
+	libnftnl-dev libnftables-dev libsodium-dev"
+# nftables: the CLI is used by tests to inspect the ruleset;
+# iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
+# python3-pytest/python3-scapy: the integration suite and crafted packets.
+TEST_PKGS="nftables iproute2 procps kmod python3 python3-pytest python3-scapy
+	iperf3 tcpdump"
+
+missing=""
+for p in $BUILD_PKGS $TEST_PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: missing packages:$missing (run as root to install)" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rackctl: the command-line client of rackd's control socket. One
+ * function per subcommand; human-readable output by default, --json for
+ * programs.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+#define RACKCTL_VERSION "0.1.0"
+#define DEFAULT_SOCKET "/run/racks/rackd.sock"
+
+struct reply {
+	char *buf;
+	struct proto_msg msg;
+};
+
+struct ctx {
+	const char *sock_path;
+	bool json;
+};
+
+struct subcommand {
+	const char *name;
+	const char *args;
+	const char *help;
+	int min_args, max_args;
+	int (*run)(struct ctx *ctx, int argc, char **argv);
+};
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "rackctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static int connect_daemon(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		die("socket path too long: %s", path);
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			die("rackd is not running (no daemon at %s)", path);
+		die("cannot reach rackd at %s: %s", path, strerror(errno));
+	}
+	return fd;
+}
+
+static void send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("sending request: %s", strerror(errno));
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Send REQUEST (lines without the final blank line) and read the reply. */
+static void transact(struct ctx *ctx, const char *request, struct reply *r)
+{
+	int fd = connect_daemon(ctx->sock_path);
+	size_t len = 0, cap = 65536, mlen = 0;
+	const char *err;
+	int eno;
+
+	send_all(fd, request, strlen(request));
+	send_all(fd, "\n", 1);
+	r->buf = malloc(cap);
+	if (!r->buf)
+		die("out of memory");
+	while (!(mlen = proto_message_len(r->buf, len))) {
+		if (len == cap) {
+			if (cap >= PROTO_MAX_MESSAGE)
+				die("reply from rackd too long");
+			cap *= 2;
+			r->buf = realloc(r->buf, cap);
+			if (!r->buf)
+				die("out of memory");
+		}
+		ssize_t n = recv(fd, r->buf + len, cap - len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("rackd closed the connection before replying");
+		len += (size_t)n;
+	}
+	close(fd);
+	if (proto_parse(r->buf, mlen, &r->msg))
+		die("malformed reply from rackd");
+	err = proto_get(&r->msg, "errno");
+	if (!err)
+		die("reply from rackd lacks errno");
+	eno = atoi(err);
+	if (eno) {
+		const char *msg = proto_get(&r->msg, "error");
+
+		die("%s", msg ? msg : strerror(eno));
+	}
+}
+
+static void reply_free(struct reply *r)
+{
+	proto_msg_free(&r->msg);
+	free(r->buf);
+}
+
+static bool is_number(const char *s)
+{
+	if (!*s || (s[0] == '0' && s[1]))
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void json_value(const char *v)
+{
+	if (is_number(v) || strcmp(v, "true") == 0 || strcmp(v, "false") == 0)
+		fputs(v, stdout);
+	else
+		json_string(v);
+}
+
+/* Print keys [from, to) of the reply as one JSON object. */
+static void json_object(const struct proto_msg *m, size_t from, size_t to)
+{
+	bool first = true;
+
+	putchar('{');
+	for (size_t i = from; i < to; i++) {
+		if (strcmp(m->kv[i].key, "errno") == 0)
+			continue;
+		printf(first ? "" : ", ");
+		json_string(m->kv[i].key);
+		printf(": ");
+		json_value(m->kv[i].value);
+		first = false;
+	}
+	putchar('}');
+}
+
+/* Index of the next "record" line at or after I, or m->n. */
+static size_t next_record(const struct proto_msg *m, size_t i)
+{
+	while (i < m->n && strcmp(m->kv[i].key, "record") != 0)
+		i++;
+	return i;
+}
+
+static int run_status(struct ctx *ctx, int argc, char **argv)
+{
+	struct reply r;
+
+	(void)argc, (void)argv;
+	transact(ctx, "cmd=status\nversion=1\n", &r);
+	if (ctx->json) {
+		json_object(&r.msg, 0, r.msg.n);
+		putchar('\n');
+	} else {
+		for (size_t i = 0; i < r.msg.n; i++)
+			if (strcmp(r.msg.kv[i].key, "errno") != 0)
+				printf("%-22s %s\n", r.msg.kv[i].key,
+				       r.msg.kv[i].value);
+	}
+	reply_free(&r);
+	return 0;
+}
+
+static const char *field(const struct proto_msg *m, size_t from, size_t to,
+			 const char *key)
+{
+	for (size_t i = from; i < to; i++)
+		if (strcmp(m->kv[i].key, key) == 0)
+			return m->kv[i].value;
+	return "-";
+}
+
+static int run_list(struct ctx *ctx, int argc, char **argv)
+{
+	struct reply r;
+	size_t i;
+	bool first = true;
+
+	(void)argc, (void)argv;
+	transact(ctx, "cmd=list\nversion=1\n", &r);
+	if (ctx->json)
+		putchar('[');
+	else
+		printf("%-6s %-10s %-9s %-26s %-26s %-8s %s\n", "ID", "STATE",
+		       "DIR", "LOCAL", "REMOTE", "PEER", "TCP");
+	for (i = next_record(&r.msg, 0); i < r.msg.n;) {
+		size_t end = next_record(&r.msg, i + 1);
+		const struct proto_msg *m = &r.msg;
+
+		if (ctx->json) {
+			printf(first ? "\n  " : ",\n  ");
+			json_object(m, i + 1, end);
+		} else {
+			printf("%-6s %-10s %-9s %-26s %-26s %-8s %s\n",
+			       field(m, i, end, "id"), field(m, i, end, "state"),
+			       field(m, i, end, "direction"),
+			       field(m, i, end, "local"),
+			       field(m, i, end, "remote"),
+			       field(m, i, end, "peer"),
+			       field(m, i, end, "tcp_state"));
+		}
+		first = false;
+		i = end;
+	}
+	if (ctx->json)
+		printf(first ? "]\n" : "\n]\n");
+	reply_free(&r);
+	return 0;
+}
+
+static int run_show(struct ctx *ctx, int argc, char **argv)
+{
+	struct reply r;
+	char req[128];
+
+	(void)argc;
+	if (!is_number(argv[0]))
+		die("connection id must be a number, not '%s'", argv[0]);
+	snprintf(req, sizeof(req), "cmd=show\nversion=1\nid=%s\n", argv[0]);
+	transact(ctx, req, &r);
+	if (ctx->json) {
+		json_object(&r.msg, 0, r.msg.n);
+		putchar('\n');
+	} else {
+		for (size_t i = 0; i < r.msg.n; i++)
+			if (strcmp(r.msg.kv[i].key, "errno") != 0)
+				printf("%-22s %s\n", r.msg.kv[i].key,
+				       r.msg.kv[i].value);
+	}
+	reply_free(&r);
+	return 0;
+}
+
+static int run_reload(struct ctx *ctx, int argc, char **argv)
+{
+	struct reply r;
+
+	(void)argc, (void)argv;
+	transact(ctx, "cmd=reload\nversion=1\n", &r);
+	if (ctx->json)
+		printf("{\"reloaded\": true}\n");
+	else
+		printf("configuration reloaded\n");
+	reply_free(&r);
+	return 0;
+}
+
+static int run_help(struct ctx *ctx, int argc, char **argv);
+
+static const struct subcommand subcommands[] = {
+	{ "status", "", "daemon version, queue mode, uptime and counters",
+	  0, 0, run_status },
+	{ "list", "", "one line per tracked connection", 0, 0, run_list },
+	{ "show", "ID", "everything rackd knows about one connection",
+	  1, 1, run_show },
+	{ "reload", "", "re-read the configuration (root only)", 0, 0,
+	  run_reload },
+	{ "help", "", "this text", 0, 0, run_help },
+};
+
+#define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rackctl [-S PATH] [--json] COMMAND [ARGS]\n\n"
+		   "options:\n"
+		   "  -S PATH   control socket (default " DEFAULT_SOCKET ")\n"
+		   "  -j, --json  machine-readable output\n"
+		   "  -V        print the version\n\ncommands:\n");
+	for (size_t i = 0; i < NSUBCOMMANDS; i++)
+		fprintf(f, "  %-6s %-4s %s\n", subcommands[i].name,
+			subcommands[i].args, subcommands[i].help);
+}
+
+static int run_help(struct ctx *ctx, int argc, char **argv)
+{
+	(void)ctx, (void)argc, (void)argv;
+	usage(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	struct ctx ctx = { .sock_path = DEFAULT_SOCKET };
+	int c;
+
+	/* '+' stops at the command; options after it are handled below. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:S:jhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			ctx.sock_path = optarg;
+			break;
+		case 'j':
+			ctx.json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("rackctl %s\n", RACKCTL_VERSION);
+			return 0;
+		case ':':
+			fprintf(stderr, "rackctl: option needs an argument\n");
+			return 2;
+		default:
+			fprintf(stderr, "rackctl: unknown option '%s'\n",
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *name = argv[optind++];
+	char *args[8];
+	int nargs = 0;
+
+	/* Accept --json anywhere after the command, too. */
+	for (; optind < argc; optind++) {
+		if (!strcmp(argv[optind], "--json") || !strcmp(argv[optind], "-j"))
+			ctx.json = true;
+		else if (nargs < 8)
+			args[nargs++] = argv[optind];
+		else
+			nargs++;
+	}
+	for (size_t i = 0; i < NSUBCOMMANDS; i++) {
+		const struct subcommand *s = &subcommands[i];
+
+		if (strcmp(s->name, name) != 0)
+			continue;
+		if (nargs < s->min_args || nargs > s->max_args) {
+			fprintf(stderr, "rackctl: usage: rackctl %s %s\n",
+				s->name, s->args);
+			return 2;
+		}
+		return s->run(&ctx, nargs, args);
+	}
+	fprintf(stderr, "rackctl: unknown command '%s' (see rackctl help)\n",
+		name);
+	return 2;
+}

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define CONFIG_MAX_LINE 4096
+#define CONFIG_MAX_LIST 1024	/* ports or prefixes in one configuration */
+
+typedef int (*config_setter)(struct config *cfg, char *value, char *why,
+			     size_t whylen);
+
+struct config_key {
+	const char *name;
+	config_setter set;
+};
+
+static int set_error(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int set_error(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int config_parse_duration(const char *s, uint64_t *ms)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "", 1000 }, { "m", 60000 },
+		{ "h", 3600000 }, { "d", 86400000 },
+	};
+	char *end;
+	double v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || v < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) != 0)
+			continue;
+		double total = v * (double)units[i].ms;
+
+		if (total > 365.0 * 86400000.0)
+			return -ERANGE;
+		*ms = (uint64_t)(total + 0.5);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int set_queue(struct config *cfg, char *v, char *why, size_t wl)
+{
+	uint64_t n;
+
+	if (parse_u64(v, 0, 65535, &n))
+		return set_error(why, wl, "queue must be a number from 0 to 65535");
+	cfg->queue_num = (uint16_t)n;
+	return 0;
+}
+
+static int set_queue_mode(struct config *cfg, char *v, char *why, size_t wl)
+{
+	for (int m = QUEUE_MODE_AUTO; m <= QUEUE_MODE_XT; m++) {
+		if (strcmp(v, config_queue_mode_name(m)) == 0) {
+			cfg->queue_mode = m;
+			return 0;
+		}
+	}
+	return set_error(why, wl, "queue_mode must be auto, native or xt");
+}
+
+static int set_queue_maxlen(struct config *cfg, char *v, char *why, size_t wl)
+{
+	uint64_t n;
+
+	if (parse_u64(v, 16, 1048576, &n))
+		return set_error(why, wl,
+				 "queue_maxlen must be a number from 16 to 1048576");
+	cfg->queue_maxlen = (uint32_t)n;
+	return 0;
+}
+
+static int set_mark(struct config *cfg, char *v, char *why, size_t wl)
+{
+	uint64_t n;
+
+	if (parse_u64(v, 1, UINT32_MAX, &n))
+		return set_error(why, wl,
+				 "mark must be a nonzero 32-bit number (e.g. 0x7261636b)");
+	cfg->mark = (uint32_t)n;
+	return 0;
+}
+
+static int set_max_connections(struct config *cfg, char *v, char *why,
+			       size_t wl)
+{
+	uint64_t n;
+
+	if (parse_u64(v, 1, 10000000, &n))
+		return set_error(why, wl,
+				 "max_connections must be a number from 1 to 10000000");
+	cfg->max_connections = (uint32_t)n;
+	return 0;
+}
+
+static int set_duration(uint64_t *dst, const char *key, char *v, uint64_t min,
+			char *why, size_t wl)
+{
+	uint64_t ms;
+
+	if (config_parse_duration(v, &ms))
+		return set_error(why, wl,
+				 "%s must be a duration such as 500ms, 30s, 5m, 2h or 3d",
+				 key);
+	if (ms < min)
+		return set_error(why, wl, "%s must be at least %" PRIu64 "ms",
+				 key, min);
+	*dst = ms;
+	return 0;
+}
+
+static int set_syn_timeout(struct config *cfg, char *v, char *why, size_t wl)
+{
+	return set_duration(&cfg->syn_timeout_ms, "syn_timeout", v, 1000, why,
+			    wl);
+}
+
+static int set_sweep_interval(struct config *cfg, char *v, char *why,
+			      size_t wl)
+{
+	return set_duration(&cfg->sweep_interval_ms, "sweep_interval", v, 100,
+			    why, wl);
+}
+
+static int set_log_level(struct config *cfg, char *v, char *why, size_t wl)
+{
+	if (strcmp(v, "info") == 0)
+		cfg->debug = false;
+	else if (strcmp(v, "debug") == 0)
+		cfg->debug = true;
+	else
+		return set_error(why, wl, "log_level must be info or debug");
+	return 0;
+}
+
+/* Split a list on commas and blanks; calls fn for every item. */
+static int for_each_item(char *list, int (*fn)(struct config *, const char *,
+					       char *, size_t),
+			 struct config *cfg, char *why, size_t wl)
+{
+	char *save = NULL;
+	int n = 0;
+
+	for (char *tok = strtok_r(list, ", \t", &save); tok;
+	     tok = strtok_r(NULL, ", \t", &save), n++) {
+		int err = fn(cfg, tok, why, wl);
+
+		if (err)
+			return err;
+	}
+	if (n == 0)
+		return set_error(why, wl, "empty list");
+	return 0;
+}
+
+static int add_port(struct config *cfg, const char *tok, char *why, size_t wl)
+{
+	char first[16], *dash;
+	uint64_t lo, hi;
+
+	if (strcmp(tok, "all") == 0) {
+		cfg->all_ports = true;
+		return 0;
+	}
+	if (strlen(tok) >= sizeof(first))
+		return set_error(why, wl, "bad port '%s'", tok);
+	strcpy(first, tok);
+	dash = strchr(first, '-');
+	if (dash)
+		*dash = '\0';
+	if (parse_u64(first, 1, 65535, &lo) ||
+	    (dash && parse_u64(dash + 1, 1, 65535, &hi)))
+		return set_error(why, wl,
+				 "bad port '%s' (want 1-65535 or a range such as 5000-5999)",
+				 tok);
+	if (!dash)
+		hi = lo;
+	if (hi < lo)
+		return set_error(why, wl, "port range '%s' is reversed", tok);
+	if (cfg->nports >= CONFIG_MAX_LIST)
+		return set_error(why, wl, "more than %d port entries",
+				 CONFIG_MAX_LIST);
+	struct port_range *p = realloc(cfg->ports,
+				       (cfg->nports + 1) * sizeof(*p));
+	if (!p)
+		fatalx(EXIT_NOMEM, "out of memory");
+	p[cfg->nports++] = (struct port_range){ (uint16_t)lo, (uint16_t)hi };
+	cfg->ports = p;
+	return 0;
+}
+
+static int set_ports(struct config *cfg, char *v, char *why, size_t wl)
+{
+	/* Each "ports" line replaces the previous one. */
+	free(cfg->ports);
+	cfg->ports = NULL;
+	cfg->nports = 0;
+	cfg->all_ports = false;
+	int err = for_each_item(v, add_port, cfg, why, wl);
+
+	if (err)
+		return err;
+	if (cfg->all_ports && cfg->nports)
+		return set_error(why, wl, "'all' cannot be combined with ports");
+	return 0;
+}
+
+static int add_exclude(struct config *cfg, const char *tok, char *why,
+		       size_t wl)
+{
+	struct prefix p;
+
+	if (prefix_parse(tok, &p))
+		return set_error(why, wl,
+				 "bad address or prefix '%s' (host bits must be zero)",
+				 tok);
+	if (cfg->nexclude >= CONFIG_MAX_LIST)
+		return set_error(why, wl, "more than %d exclude entries",
+				 CONFIG_MAX_LIST);
+	struct prefix *x = realloc(cfg->exclude,
+				   (cfg->nexclude + 1) * sizeof(*x));
+	if (!x)
+		fatalx(EXIT_NOMEM, "out of memory");
+	x[cfg->nexclude++] = p;
+	cfg->exclude = x;
+	return 0;
+}
+
+static int set_exclude(struct config *cfg, char *v, char *why, size_t wl)
+{
+	/* "exclude" lines accumulate, so long lists can be split. */
+	return for_each_item(v, add_exclude, cfg, why, wl);
+}
+
+static const struct config_key config_keys[] = {
+	{ "queue", set_queue },
+	{ "queue_mode", set_queue_mode },
+	{ "queue_maxlen", set_queue_maxlen },
+	{ "mark", set_mark },
+	{ "ports", set_ports },
+	{ "exclude", set_exclude },
+	{ "syn_timeout", set_syn_timeout },
+	{ "sweep_interval", set_sweep_interval },
+	{ "max_connections", set_max_connections },
+	{ "log_level", set_log_level },
+};
+
+const char *config_queue_mode_name(enum queue_mode mode)
+{
+	static const char *const names[] = { "auto", "native", "xt" };
+
+	return names[mode];
+}
+
+struct config *config_defaults(void)
+{
+	struct config *cfg = xcalloc(1, sizeof(*cfg));
+
+	cfg->queue_num = 4207;
+	cfg->queue_mode = QUEUE_MODE_AUTO;
+	cfg->queue_maxlen = 4096;
+	cfg->mark = 0x7261636b;		/* "rack" */
+	cfg->all_ports = true;
+	cfg->syn_timeout_ms = 30000;
+	cfg->sweep_interval_ms = 10000;
+	cfg->max_connections = 1000000;
+	return cfg;
+}
+
+void config_free(struct config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->ports);
+	free(cfg->exclude);
+	free(cfg);
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+static int config_line(struct config *cfg, char *line, char *why, size_t wl)
+{
+	char *hash = strchr(line, '#');
+	char *eq, *key, *value;
+
+	if (hash)
+		*hash = '\0';
+	line = trim(line);
+	if (*line == '\0')
+		return 0;
+	eq = strchr(line, '=');
+	if (!eq)
+		return set_error(why, wl, "expected 'key = value', got '%s'",
+				 line);
+	*eq = '\0';
+	key = trim(line);
+	value = trim(eq + 1);
+	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]);
+	     i++) {
+		if (strcmp(key, config_keys[i].name) != 0)
+			continue;
+		if (*value == '\0')
+			return set_error(why, wl, "%s has no value", key);
+		return config_keys[i].set(cfg, value, why, wl);
+	}
+	return set_error(why, wl, "unknown key '%s'", key);
+}
+
+int config_load(const char *path, struct config **out, bool *missing,
+		char *err, size_t errlen)
+{
+	struct config *cfg = config_defaults();
+	char line[CONFIG_MAX_LINE + 2], why[256];
+	unsigned lineno = 0;
+	FILE *f;
+	int ret = 0;
+
+	*out = NULL;
+	*missing = false;
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT) {
+			*missing = true;
+			*out = cfg;
+			return 0;
+		}
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		config_free(cfg);
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		size_t len = strlen(line);
+
+		if (len > CONFIG_MAX_LINE && line[len - 1] != '\n') {
+			snprintf(err, errlen, "%s:%u: line longer than %d bytes",
+				 path, lineno, CONFIG_MAX_LINE);
+			ret = -EINVAL;
+			break;
+		}
+		if (config_line(cfg, line, why, sizeof(why))) {
+			snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
+			ret = -EINVAL;
+			break;
+		}
+	}
+	if (!ret && ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		ret = -EIO;
+	}
+	fclose(f);
+	if (ret) {
+		config_free(cfg);
+		return ret;
+	}
+	*out = cfg;
+	return 0;
+}
+
+static void dump_duration(FILE *f, const char *key, uint64_t ms)
+{
+	if (ms % 1000)
+		fprintf(f, "%s = %" PRIu64 "ms\n", key, ms);
+	else
+		fprintf(f, "%s = %" PRIu64 "s\n", key, ms / 1000);
+}
+
+void config_dump(const struct config *cfg, FILE *f)
+{
+	fprintf(f, "queue = %u\n", cfg->queue_num);
+	fprintf(f, "queue_mode = %s\n", config_queue_mode_name(cfg->queue_mode));
+	fprintf(f, "queue_maxlen = %u\n", cfg->queue_maxlen);
+	fprintf(f, "mark = 0x%08x\n", cfg->mark);
+	fprintf(f, "ports = ");
+	if (cfg->all_ports)
+		fprintf(f, "all");
+	for (size_t i = 0; i < cfg->nports; i++) {
+		const struct port_range *p = &cfg->ports[i];
+
+		fprintf(f, i ? ", %u" : "%u", p->first);
+		if (p->last != p->first)
+			fprintf(f, "-%u", p->last);
+	}
+	fprintf(f, "\n");
+	for (size_t i = 0; i < cfg->nexclude; i++) {
+		char buf[PREFIX_STRLEN];
+
+		fprintf(f, "exclude = %s\n",
+			prefix_format(&cfg->exclude[i], buf, sizeof(buf)));
+	}
+	dump_duration(f, "syn_timeout", cfg->syn_timeout_ms);
+	dump_duration(f, "sweep_interval", cfg->sweep_interval_ms);
+	fprintf(f, "max_connections = %u\n", cfg->max_connections);
+	fprintf(f, "log_level = %s\n", cfg->debug ? "debug" : "info");
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * racks.conf: "key = value" lines, '#' comments. Every key is documented
+ * in man/racks.conf.5. Parsing fills a fresh struct so that a reload can
+ * swap configurations only when the new one is valid.
+ */
+#ifndef RACKS_CONFIG_H
+#define RACKS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "addr.h"
+
+#define CONFIG_DEFAULT_PATH "/etc/racks/racks.conf"
+
+enum queue_mode {
+	QUEUE_MODE_AUTO,	/* native nft queue if the kernel has it, else xt */
+	QUEUE_MODE_NATIVE,
+	QUEUE_MODE_XT,
+};
+
+struct port_range {
+	uint16_t first, last;
+};
+
+struct config {
+	uint16_t queue_num;
+	enum queue_mode queue_mode;
+	uint32_t queue_maxlen;
+	uint32_t mark;			/* carried by rackd's own packets */
+	bool all_ports;
+	struct port_range *ports;	/* server ports considered */
+	size_t nports;
+	struct prefix *exclude;		/* remote prefixes never considered */
+	size_t nexclude;
+	uint64_t syn_timeout_ms;	/* forget a handshake not completed */
+	uint64_t sweep_interval_ms;	/* check the table against the kernel */
+	uint32_t max_connections;
+	bool debug;
+};
+
+/*
+ * Load PATH into a new config. A missing file yields the built-in defaults
+ * (*missing set to true). On error returns -EINVAL and writes a one-line
+ * message "PATH:LINE: problem" into err.
+ */
+int config_load(const char *path, struct config **out, bool *missing,
+		char *err, size_t errlen);
+struct config *config_defaults(void);
+void config_free(struct config *cfg);
+
+/* Write the effective configuration as racks.conf lines. */
+void config_dump(const struct config *cfg, FILE *f);
+
+/* Parse a duration with unit (ms, s, m, h, d; bare number = seconds). */
+int config_parse_duration(const char *s, uint64_t *ms);
+const char *config_queue_mode_name(enum queue_mode mode);
+
+#endif

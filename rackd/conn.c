@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "conn.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define CONN_MIN_BUCKETS 1024
+
+static size_t conn_bucket(const struct conn_table *tbl,
+			  const struct endpoint *local,
+			  const struct endpoint *remote)
+{
+	uint8_t key[2 * (16 + 2) + 1];
+	uint64_t h;
+
+	/* Serialise explicitly: struct padding must not reach the hash. */
+	key[0] = local->addr.family;
+	memcpy(key + 1, local->addr.bytes, 16);
+	memcpy(key + 17, &local->port, 2);
+	memcpy(key + 19, remote->addr.bytes, 16);
+	memcpy(key + 35, &remote->port, 2);
+	crypto_shorthash((unsigned char *)&h, key, sizeof(key), tbl->hash_key);
+	return (size_t)(h & (tbl->nbuckets - 1));
+}
+
+void conn_table_init(struct conn_table *tbl)
+{
+	memset(tbl, 0, sizeof(*tbl));
+	tbl->nbuckets = CONN_MIN_BUCKETS;
+	tbl->buckets = xcalloc(tbl->nbuckets, sizeof(*tbl->buckets));
+	tbl->next_id = 1;
+	randombytes_buf(tbl->hash_key, sizeof(tbl->hash_key));
+}
+
+void conn_table_free(struct conn_table *tbl, void (*cb)(struct conn *))
+{
+	struct conn *c = tbl->head;
+
+	while (c) {
+		struct conn *next = c->next;
+
+		if (cb)
+			cb(c);
+		free(c);
+		c = next;
+	}
+	free(tbl->buckets);
+	memset(tbl, 0, sizeof(*tbl));
+}
+
+struct conn *conn_lookup(const struct conn_table *tbl,
+			 const struct endpoint *local,
+			 const struct endpoint *remote)
+{
+	struct conn *c = tbl->buckets[conn_bucket(tbl, local, remote)];
+
+	for (; c; c = c->hnext)
+		if (endpoint_equal(&c->local, local) &&
+		    endpoint_equal(&c->remote, remote))
+			return c;
+	return NULL;
+}
+
+struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id)
+{
+	/* Only the control socket looks up by id: a scan is enough. */
+	for (struct conn *c = tbl->head; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static void conn_grow(struct conn_table *tbl)
+{
+	size_t n = tbl->nbuckets * 2;
+	struct conn **old = tbl->buckets;
+	size_t oldn = tbl->nbuckets;
+
+	tbl->buckets = xcalloc(n, sizeof(*tbl->buckets));
+	tbl->nbuckets = n;
+	for (size_t i = 0; i < oldn; i++) {
+		struct conn *c = old[i];
+
+		while (c) {
+			struct conn *next = c->hnext;
+			size_t b = conn_bucket(tbl, &c->local, &c->remote);
+
+			c->hnext = tbl->buckets[b];
+			tbl->buckets[b] = c;
+			c = next;
+		}
+	}
+	free(old);
+}
+
+struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
+			 const struct endpoint *remote, enum conn_dir dir)
+{
+	struct conn *c = xcalloc(1, sizeof(*c));
+	size_t b;
+
+	if (tbl->count + 1 > tbl->nbuckets)
+		conn_grow(tbl);
+	c->id = tbl->next_id++;
+	c->table = tbl;
+	c->local = *local;
+	c->remote = *remote;
+	c->dir = dir;
+	c->state = CONN_HANDSHAKE;
+	c->created = time(NULL);
+	timer_init(&c->expiry, NULL, c);
+
+	b = conn_bucket(tbl, local, remote);
+	c->hnext = tbl->buckets[b];
+	tbl->buckets[b] = c;
+	c->prev = tbl->tail;
+	if (tbl->tail)
+		tbl->tail->next = c;
+	else
+		tbl->head = c;
+	tbl->tail = c;
+	tbl->count++;
+	return c;
+}
+
+void conn_remove(struct conn_table *tbl, struct conn *c)
+{
+	struct conn **pp = &tbl->buckets[conn_bucket(tbl, &c->local,
+						     &c->remote)];
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = c->hnext;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		tbl->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		tbl->tail = c->prev;
+	tbl->count--;
+	free(c);
+}
+
+void conn_negotiate(const struct conn *c, struct conn_negotiated *n)
+{
+	const struct conn_end *l = &c->lend, *r = &c->rend;
+
+	memset(n, 0, sizeof(*n));
+	n->local_mss = l->has_mss ? l->mss : 536;
+	n->remote_mss = r->has_mss ? r->mss : 536;
+	/* Window scaling and timestamps need both ends (RFC 7323),
+	 * SACK needs both ends' SACK-permitted (RFC 2018). */
+	n->wscale = l->has_wscale && r->has_wscale;
+	if (n->wscale) {
+		/* RFC 7323 2.3: shifts above 14 are treated as 14. */
+		n->rcv_wscale = l->wscale > 14 ? 14 : l->wscale;
+		n->snd_wscale = r->wscale > 14 ? 14 : r->wscale;
+	}
+	n->sack = l->sack_permitted && r->sack_permitted;
+	n->timestamps = l->has_timestamp && r->has_timestamp;
+}
+
+const char *conn_state_name(enum conn_state state)
+{
+	static const char *const names[CONN_STATE_MAX] = {
+		[CONN_HANDSHAKE] = "handshake",
+		[CONN_OPEN] = "open",
+	};
+
+	return (unsigned)state < CONN_STATE_MAX ? names[state] : "?";
+}
+
+const char *conn_dir_name(enum conn_dir dir)
+{
+	return dir == CONN_OUTGOING ? "outgoing" : "incoming";
+}
+
+const char *conn_tcp_state_name(uint8_t tcp_state)
+{
+	/* Kernel TCP states (include/net/tcp_states.h). */
+	static const char *const names[] = {
+		"unknown", "established", "syn-sent", "syn-recv",
+		"fin-wait1", "fin-wait2", "time-wait", "close",
+		"close-wait", "last-ack", "listen", "closing",
+		"new-syn-recv", "bound-inactive",
+	};
+
+	return tcp_state < sizeof(names) / sizeof(names[0]) ? names[tcp_state]
+							   : "unknown";
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The connection table: every TCP connection rackd has seen a handshake
+ * of, keyed by its local and remote endpoints. Buckets are chosen with a
+ * keyed SipHash so that remote hosts cannot aim at one bucket.
+ */
+#ifndef RACKS_CONN_H
+#define RACKS_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "addr.h"
+#include "timer.h"
+
+enum conn_state {
+	CONN_HANDSHAKE,		/* SYN seen, SYN-ACK not yet */
+	CONN_OPEN,		/* SYN-ACK seen: both ends' options known */
+	CONN_STATE_MAX
+};
+
+enum conn_dir {
+	CONN_OUTGOING,		/* the local end sent the SYN */
+	CONN_INCOMING,
+};
+
+/* What one end announced in its SYN or SYN-ACK. */
+struct conn_end {
+	bool seen;		/* its SYN / SYN-ACK was seen */
+	uint32_t isn;
+	bool has_mss, has_wscale, sack_permitted, has_timestamp;
+	uint16_t mss;
+	uint8_t wscale;
+};
+
+/* Options in force once both ends announced theirs (RFC 7323, 2018). */
+struct conn_negotiated {
+	bool wscale, sack, timestamps;
+	uint8_t snd_wscale, rcv_wscale;	/* local send / receive shifts */
+	uint16_t local_mss, remote_mss;
+};
+
+struct conn_table;
+
+struct conn {
+	uint64_t id;
+	struct endpoint local, remote;
+	enum conn_dir dir;
+	enum conn_state state;
+	struct conn_end lend, rend;
+	uint8_t tcp_state;	/* kernel socket state from the last sweep */
+	bool swept;		/* found in the current sweep */
+	time_t created;		/* wall clock, for display */
+	uint64_t created_mono;	/* monotonic ms */
+	struct timer expiry;	/* half-open handshakes are forgotten */
+	struct conn_table *table;	/* the table holding it */
+	struct conn *hnext;	/* bucket chain */
+	struct conn *prev, *next;	/* table order: oldest first */
+};
+
+struct conn_table {
+	struct conn **buckets;
+	size_t nbuckets;
+	size_t count;
+	uint64_t next_id;
+	struct conn *head, *tail;
+	unsigned char hash_key[16];
+};
+
+void conn_table_init(struct conn_table *tbl);
+/* Frees every connection; CB (may be NULL) runs on each first. */
+void conn_table_free(struct conn_table *tbl, void (*cb)(struct conn *));
+
+struct conn *conn_lookup(const struct conn_table *tbl,
+			 const struct endpoint *local,
+			 const struct endpoint *remote);
+struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id);
+/* A new connection in state CONN_HANDSHAKE; never NULL (OOM is fatal). */
+struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
+			 const struct endpoint *remote, enum conn_dir dir);
+/* Unlinks and frees C; the caller cancels its timers first. */
+void conn_remove(struct conn_table *tbl, struct conn *c);
+
+void conn_negotiate(const struct conn *c, struct conn_negotiated *n);
+const char *conn_state_name(enum conn_state state);
+const char *conn_dir_name(enum conn_dir dir);
+const char *conn_tcp_state_name(uint8_t tcp_state);
+
+#endif

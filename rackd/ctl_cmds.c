@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "ctl_cmds.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "queue.h"
+#include "rackd.h"
+
+static void put_u64(FILE *out, const char *key, uint64_t v)
+{
+	proto_put(out, key, "%" PRIu64, v);
+}
+
+static void put_bool(FILE *out, const char *key, bool v)
+{
+	proto_put(out, key, "%s", v ? "true" : "false");
+}
+
+static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
+		      char *err, size_t errlen)
+{
+	const struct queue_stats *qs = queue_stats(d->queue);
+	const struct rackd_stats *s = &d->stats;
+
+	(void)req, (void)err, (void)errlen;
+	proto_put(out, "version", "%s", RACKD_VERSION);
+	proto_put(out, "protocol", "%d", PROTO_VERSION);
+	proto_put(out, "pid", "%d", (int)getpid());
+	proto_put(out, "queue_mode", "%s", ruleset_queue_name(d->queue_mode));
+	proto_put(out, "queue", "%u", d->cfg->queue_num);
+	put_u64(out, "uptime", (loop_now() - d->started_mono) / 1000);
+	put_u64(out, "connections", d->conns.count);
+	put_u64(out, "packets_queued", qs->received);
+	put_u64(out, "packets_truncated", qs->truncated);
+	put_u64(out, "packets_malformed", s->malformed);
+	for (int e = 1; e < PACKET_ERR_MAX; e++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "malformed_%s",
+			 packet_error_name(e));
+		put_u64(out, key, s->malformed_by[e]);
+	}
+	put_u64(out, "packets_unexpected", s->unexpected);
+	put_u64(out, "verdicts", qs->verdicts);
+	put_u64(out, "syn", s->syn);
+	put_u64(out, "synack", s->synack);
+	put_u64(out, "syn_retransmit", s->syn_retransmit);
+	put_u64(out, "synack_unmatched", s->synack_unmatched);
+	put_u64(out, "connections_total", s->conns_total);
+	put_u64(out, "connections_expired", s->conns_expired);
+	put_u64(out, "connections_closed", s->conns_closed);
+	put_u64(out, "connections_refused", s->conns_refused);
+	put_u64(out, "sweeps", s->sweeps);
+	put_u64(out, "link_events", s->link_events);
+	put_u64(out, "addr_events", s->addr_events);
+	put_u64(out, "queue_recv_errors", qs->recv_errors);
+	put_u64(out, "queue_send_errors", qs->send_errors);
+	return 0;
+}
+
+static void put_endpoint(FILE *out, const char *key, const struct endpoint *e)
+{
+	char buf[ENDPOINT_STRLEN];
+
+	proto_put(out, key, "%s", endpoint_format(e, buf, sizeof(buf)));
+}
+
+static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
+{
+	proto_put(out, "id", "%" PRIu64, c->id);
+	proto_put(out, "state", "%s", conn_state_name(c->state));
+	proto_put(out, "direction", "%s", conn_dir_name(c->dir));
+	put_endpoint(out, "local", &c->local);
+	put_endpoint(out, "remote", &c->remote);
+	/* Peer detection arrives with EDP; until then nobody is known. */
+	proto_put(out, "peer", "unknown");
+	proto_put(out, "tcp_state", "%s", conn_tcp_state_name(c->tcp_state));
+	put_u64(out, "age", (loop_now() - c->created_mono) / 1000);
+	(void)d;
+}
+
+static int cmd_list(struct rackd *d, const struct proto_msg *req, FILE *out,
+		    char *err, size_t errlen)
+{
+	(void)req, (void)err, (void)errlen;
+	for (const struct conn *c = d->conns.head; c; c = c->next) {
+		proto_put(out, "record", "conn");
+		put_conn_summary(out, d, c);
+	}
+	return 0;
+}
+
+static void put_end(FILE *out, const char *who, const struct conn_end *e)
+{
+	char key[64];
+
+#define PUT(name, fmt, val)                                   \
+	do {                                                  \
+		snprintf(key, sizeof(key), "%s_" name, who);  \
+		proto_put(out, key, fmt, val);                \
+	} while (0)
+	PUT("isn", "%u", e->isn);
+	if (e->has_mss)
+		PUT("mss", "%u", e->mss);
+	if (e->has_wscale)
+		PUT("wscale", "%u", e->wscale);
+	PUT("sack_permitted", "%s", e->sack_permitted ? "true" : "false");
+	PUT("timestamps", "%s", e->has_timestamp ? "true" : "false");
+#undef PUT
+}
+
+static int parse_id(const struct proto_msg *req, uint64_t *id, char *err,
+		    size_t errlen)
+{
+	const char *s = proto_get(req, "id");
+	char *end;
+
+	if (!s || !*s) {
+		snprintf(err, errlen, "missing connection id");
+		return -EINVAL;
+	}
+	errno = 0;
+	*id = strtoull(s, &end, 10);
+	if (errno || *end || s[0] == '-') {
+		snprintf(err, errlen, "bad connection id '%s'", s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
+		    char *err, size_t errlen)
+{
+	struct conn_negotiated n;
+	const struct conn *c;
+	uint64_t id;
+	char when[32];
+	struct tm tm;
+	int ret = parse_id(req, &id, err, errlen);
+
+	if (ret)
+		return ret;
+	c = conn_find_id(&d->conns, id);
+	if (!c) {
+		snprintf(err, errlen, "no connection with id %" PRIu64, id);
+		return -ENOENT;
+	}
+	put_conn_summary(out, d, c);
+	gmtime_r(&c->created, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	proto_put(out, "created", "%s", when);
+	put_end(out, "local", &c->lend);
+	if (c->rend.seen)
+		put_end(out, "remote", &c->rend);
+	if (c->state == CONN_HANDSHAKE)
+		return 0;
+	conn_negotiate(c, &n);
+	put_bool(out, "window_scaling", n.wscale);
+	if (n.wscale) {
+		proto_put(out, "snd_wscale", "%u", n.snd_wscale);
+		proto_put(out, "rcv_wscale", "%u", n.rcv_wscale);
+	}
+	put_bool(out, "sack", n.sack);
+	put_bool(out, "timestamps", n.timestamps);
+	return 0;
+}
+
+static int cmd_reload(struct rackd *d, const struct proto_msg *req, FILE *out,
+		      char *err, size_t errlen)
+{
+	(void)req, (void)out;
+	return rackd_reload(d, err, errlen);
+}
+
+static const struct ctl_command ctl_commands[] = {
+	{ "status", false, cmd_status },
+	{ "list", false, cmd_list },
+	{ "show", false, cmd_show },
+	{ "reload", true, cmd_reload },
+};
+
+const struct ctl_command *ctl_command_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]);
+	     i++)
+		if (strcmp(ctl_commands[i].name, name) == 0)
+			return &ctl_commands[i];
+	return NULL;
+}

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rackd: keeps the TCP connections of unmodified applications alive.
+ *
+ * Start-up order: parse and check the configuration, open the privileged
+ * resources (NFQUEUE, rtnetlink, control socket), install the ruleset
+ * (the queue is bound first so no diverted packet finds it missing),
+ * then enter the event loop. Shutdown removes the table and the socket.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sodium.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "loop.h"
+#include "queue.h"
+#include "rackd.h"
+#include "rtnl.h"
+#include "track.h"
+
+struct options {
+	bool foreground;
+	bool check_only;
+	bool debug;
+	const char *config_path;
+	const char *sock_path;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rackd [-fndV] [-c FILE] [-S PATH]\n"
+		"  -f       stay in the foreground, log to stderr\n"
+		"  -c FILE  configuration (default " CONFIG_DEFAULT_PATH ")\n"
+		"  -S PATH  control socket (default " RACKD_DEFAULT_SOCKET ")\n"
+		"  -n       check the configuration, print it and exit\n"
+		"  -d       debug logging\n"
+		"  -V       print the version and exit\n");
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	int c;
+
+	o->config_path = CONFIG_DEFAULT_PATH;
+	o->sock_path = RACKD_DEFAULT_SOCKET;
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":fc:S:ndVh")) != -1) {
+		switch (c) {
+		case 'f':
+			o->foreground = true;
+			break;
+		case 'c':
+			o->config_path = optarg;
+			break;
+		case 'S':
+			o->sock_path = optarg;
+			break;
+		case 'n':
+			o->check_only = true;
+			break;
+		case 'd':
+			o->debug = true;
+			break;
+		case 'V':
+			printf("rackd %s\n", RACKD_VERSION);
+			exit(0);
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			fprintf(stderr, "rackd: option -%c needs an argument\n",
+				optopt);
+			exit(EXIT_USAGE);
+		default:
+			fprintf(stderr, "rackd: unknown option -%c (see rackd -h)\n",
+				optopt);
+			exit(EXIT_USAGE);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rackd: unexpected argument '%s'\n",
+			argv[optind]);
+		exit(EXIT_USAGE);
+	}
+}
+
+static struct config *load_config_or_exit(const char *path)
+{
+	struct config *cfg;
+	char err[512];
+	bool missing;
+
+	if (config_load(path, &cfg, &missing, err, sizeof(err))) {
+		fprintf(stderr, "rackd: %s\n", err);
+		exit(EXIT_USAGE);
+	}
+	if (missing)
+		log_info("%s not found: using built-in defaults", path);
+	return cfg;
+}
+
+int rackd_reload(struct rackd *d, char *err, size_t errlen)
+{
+	struct config *cfg;
+	enum ruleset_queue used;
+	bool missing, replaced;
+	int ret;
+
+	ret = config_load(d->config_path, &cfg, &missing, err, errlen);
+	if (ret) {
+		log_warnx("reload refused, keeping the running configuration: %s",
+			  err);
+		return ret;
+	}
+	if (cfg->queue_num != d->cfg->queue_num ||
+	    cfg->queue_maxlen != d->cfg->queue_maxlen) {
+		snprintf(err, errlen, "changing queue or queue_maxlen needs a "
+			 "restart");
+		log_warnx("reload refused: %s", err);
+		config_free(cfg);
+		return -EINVAL;
+	}
+	ret = ruleset_install(cfg, &used, &replaced, err, errlen);
+	if (ret) {
+		log_warnx("reload refused, ruleset unchanged: %s", err);
+		config_free(cfg);
+		return ret;
+	}
+	config_free(d->cfg);
+	d->cfg = cfg;
+	d->queue_mode = used;
+	log_set_debug(cfg->debug || log_debug_enabled());
+	log_info("configuration reloaded from %s%s", d->config_path,
+		 missing ? " (missing: built-in defaults)" : "");
+	return 0;
+}
+
+static void on_signal(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		char err[256];
+
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			rackd_reload(d, err, sizeof(err));
+			break;
+		case SIGTERM:
+		case SIGINT:
+			log_info("signal %d: shutting down", si.ssi_signo);
+			loop_stop(d->loop);
+			break;
+		}
+	}
+}
+
+static void on_queue(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+
+	(void)events;
+	queue_process(d->queue);
+}
+
+static void on_rtnl(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+
+	(void)events;
+	rtnl_process(d->rtnl);
+}
+
+static void on_link(void *arg, const struct rtnl_link_event *ev)
+{
+	struct rackd *d = arg;
+
+	d->stats.link_events++;
+	log_debug("link %s (%u): %s, carrier %s", ev->name, ev->ifindex,
+		  ev->removed ? "removed" : ev->up ? "up" : "down",
+		  ev->carrier ? "on" : "off");
+}
+
+static void on_addr(void *arg, const struct rtnl_addr_event *ev)
+{
+	struct rackd *d = arg;
+	char buf[PREFIX_STRLEN];
+
+	d->stats.addr_events++;
+	log_debug("address %s %s on ifindex %u",
+		  prefix_format(&ev->prefix, buf, sizeof(buf)),
+		  ev->removed ? "removed" : "added", ev->ifindex);
+}
+
+static void on_sweep(struct timer *t, void *arg)
+{
+	struct rackd *d = arg;
+
+	track_sweep(d);
+	loop_timer_arm(d->loop, t, d->cfg->sweep_interval_ms);
+}
+
+static int open_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+static void daemonize(void)
+{
+	if (daemon(0, 0) < 0)
+		fatal(1, "daemon");
+}
+
+static void start(struct rackd *d)
+{
+	struct rtnl_handlers rh = { on_link, on_addr, d };
+	char err[512];
+	bool replaced;
+	int ret;
+
+	d->loop = loop_new();
+	conn_table_init(&d->conns);
+	d->sigfd = open_signals();
+	if (d->sigfd < 0)
+		fatal(1, "signalfd");
+	loop_add(d->loop, d->sigfd, EPOLLIN, on_signal, d);
+
+	ret = ctl_open(&d->ctl, d, d->sock_path);
+	if (ret == -EADDRINUSE)
+		fatalx(1, "another rackd is already running on %s",
+		       d->sock_path);
+	if (ret)
+		fatalx(1, "control socket %s: %s", d->sock_path,
+		       strerror(-ret));
+
+	ret = queue_open(&d->queue, d->cfg->queue_num, d->cfg->queue_maxlen,
+			 track_packet, d);
+	if (ret)
+		fatalx(ret == -EPERM ? 1 : EXIT_KERNEL,
+		       "binding NFQUEUE %u: %s%s", d->cfg->queue_num,
+		       strerror(-ret),
+		       ret == -EBUSY ? " (another program owns this queue)" : "");
+	loop_add(d->loop, queue_fd(d->queue), EPOLLIN, on_queue, d);
+
+	ret = rtnl_open(&d->rtnl, &rh);
+	if (ret)
+		fatalx(1, "rtnetlink: %s", strerror(-ret));
+	loop_add(d->loop, rtnl_fd(d->rtnl), EPOLLIN, on_rtnl, d);
+
+	ret = ruleset_install(d->cfg, &d->queue_mode, &replaced, err,
+			      sizeof(err));
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(ret == -ENOTSUP ? EXIT_KERNEL : 1, "ruleset: %s", err);
+	}
+	d->table_installed = true;
+	if (replaced)
+		log_info("replaced a stale table inet %s from an earlier run",
+			 RULESET_TABLE);
+	log_info("rackd %s: table inet %s installed, queue %u (%s), "
+		 "control socket %s", RACKD_VERSION, RULESET_TABLE,
+		 d->cfg->queue_num, ruleset_queue_name(d->queue_mode),
+		 d->sock_path);
+
+	timer_init(&d->sweep_timer, on_sweep, d);
+	loop_timer_arm(d->loop, &d->sweep_timer, d->cfg->sweep_interval_ms);
+	d->started = time(NULL);
+	d->started_mono = loop_now();
+}
+
+static void stop(struct rackd *d)
+{
+	char err[256];
+
+	if (d->table_installed && ruleset_remove(err, sizeof(err)))
+		log_warnx("removing table inet %s: %s", RULESET_TABLE, err);
+	ctl_close(d->ctl);
+	rtnl_close(d->rtnl);
+	queue_close(d->queue);
+	loop_timer_cancel(d->loop, &d->sweep_timer);
+	for (struct conn *c = d->conns.head; c; c = c->next)
+		loop_timer_cancel(d->loop, &c->expiry);
+	conn_table_free(&d->conns, NULL);
+	close(d->sigfd);
+	loop_free(d->loop);
+	config_free(d->cfg);
+	log_info("stopped");
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct rackd d = { 0 };
+	int ret;
+
+	parse_options(argc, argv, &o);
+	/* stderr until start-up is done, so its failures reach the caller. */
+	log_init("rackd", true, o.debug);
+	d.cfg = load_config_or_exit(o.config_path);
+	if (d.cfg->debug)
+		log_set_debug(true);
+	if (o.check_only) {
+		config_dump(d.cfg, stdout);
+		config_free(d.cfg);
+		return 0;
+	}
+	if (geteuid() != 0)
+		fatalx(1, "must run as root (needs CAP_NET_ADMIN)");
+	if (sodium_init() < 0)
+		fatalx(1, "libsodium initialisation failed");
+	d.config_path = o.config_path;
+	d.sock_path = o.sock_path;
+	start(&d);
+	if (!o.foreground) {
+		daemonize();
+		log_init("rackd", false, log_debug_enabled());
+	}
+	ret = loop_run(d.loop);
+	if (ret)
+		log_warnx("event loop: %s", strerror(-ret));
+	stop(&d);
+	return ret ? 1 : 0;
+}

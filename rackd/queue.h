@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The NFQUEUE socket (libmnl + libnetfilter_queue's nlmsg helpers):
+ * binds one queue with GSO, fail-open, a copy range of 0xffff and an
+ * explicit queue length; drains it in bursts and returns verdicts in
+ * batches, several per sendmsg.
+ */
+#ifndef RACKS_QUEUE_H
+#define RACKS_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct queue_packet {
+	uint32_t id;
+	uint8_t hook;		/* NF_INET_LOCAL_IN, NF_INET_LOCAL_OUT, ... */
+	const uint8_t *data;
+	size_t len;		/* bytes copied to us */
+	size_t orig_len;	/* length on the wire (> len if truncated) */
+	uint32_t mark;
+	uint32_t skbinfo;	/* NFQA_SKB_* flags */
+	uint32_t indev, outdev;
+};
+
+struct queue_stats {
+	uint64_t received;
+	uint64_t verdicts;
+	uint64_t truncated;
+	uint64_t recv_errors;
+	uint64_t send_errors;
+};
+
+struct queue;
+typedef void (*queue_fn)(void *arg, struct queue *q,
+			 const struct queue_packet *pkt);
+
+/* Bind queue NUM; FN decides each packet by calling queue_verdict(). */
+int queue_open(struct queue **out, uint16_t num, uint32_t maxlen, queue_fn fn,
+	       void *arg);
+void queue_close(struct queue *q);
+int queue_fd(const struct queue *q);
+/* Drain the socket; call from the event loop when it is readable. */
+void queue_process(struct queue *q);
+/* Queue a verdict (NF_ACCEPT, NF_DROP) for packet ID; sent in batches. */
+void queue_verdict(struct queue *q, uint32_t id, uint32_t verdict);
+const struct queue_stats *queue_stats(const struct queue *q);
+
+#endif

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "sockdiag.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/inet_diag.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "log.h"
+
+#ifndef MNL_SOCKET_DUMP_SIZE
+#define MNL_SOCKET_DUMP_SIZE 32768	/* libmnl >= 1.0.5 defines it */
+#endif
+
+#define TCP_STATE_LISTEN 10
+
+struct dump_ctx {
+	sockdiag_fn fn;
+	void *arg;
+};
+
+static void unmap_v4(struct addr *a)
+{
+	uint8_t v4[4];
+
+	memcpy(v4, a->bytes + 12, 4);
+	memset(a->bytes, 0, sizeof(a->bytes));
+	memcpy(a->bytes, v4, 4);
+	a->family = AF_INET;
+}
+
+static int sockdiag_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct dump_ctx *ctx = data;
+	const struct inet_diag_msg *m;
+	struct sockdiag_entry e;
+
+	if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+		return MNL_CB_OK;
+	m = mnl_nlmsg_get_payload(nlh);
+	if (m->idiag_family != AF_INET && m->idiag_family != AF_INET6)
+		return MNL_CB_OK;
+	memset(&e, 0, sizeof(e));
+	e.local.addr.family = e.remote.addr.family = m->idiag_family;
+	memcpy(e.local.addr.bytes, m->id.idiag_src,
+	       addr_len(&e.local.addr));
+	memcpy(e.remote.addr.bytes, m->id.idiag_dst,
+	       addr_len(&e.remote.addr));
+	e.local.port = ntohs(m->id.idiag_sport);
+	e.remote.port = ntohs(m->id.idiag_dport);
+	/* A dual-stack socket talking IPv4 reports v4-mapped addresses;
+	 * on the wire (and in the table) that connection is IPv4. */
+	if (e.local.addr.family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&e.remote.addr.v6)) {
+		unmap_v4(&e.local.addr);
+		unmap_v4(&e.remote.addr);
+	}
+	e.state = m->idiag_state;
+	e.inode = m->idiag_inode;
+	ctx->fn(ctx->arg, &e);
+	return MNL_CB_OK;
+}
+
+static int dump_family(struct mnl_socket *nl, uint8_t family,
+		       struct dump_ctx *ctx)
+{
+	char buf[MNL_SOCKET_DUMP_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct inet_diag_req_v2 *req;
+	uint32_t seq = (uint32_t)time(NULL) ^ family;
+	uint32_t portid = mnl_socket_get_portid(nl);
+	ssize_t n;
+	int ret;
+
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nlh->nlmsg_seq = seq;
+	req = mnl_nlmsg_put_extra_header(nlh, sizeof(*req));
+	req->sdiag_family = family;
+	req->sdiag_protocol = IPPROTO_TCP;
+	req->idiag_states = ~(1U << TCP_STATE_LISTEN);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	do {
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n < 0)
+			return -errno;
+		ret = mnl_cb_run(buf, (size_t)n, seq, portid, sockdiag_cb, ctx);
+	} while (ret > MNL_CB_STOP);
+	return ret < 0 ? -errno : 0;
+}
+
+int sockdiag_dump(sockdiag_fn fn, void *arg)
+{
+	struct dump_ctx ctx = { fn, arg };
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_SOCK_DIAG,
+						 SOCK_CLOEXEC);
+	int ret;
+
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = dump_family(nl, AF_INET, &ctx);
+	if (ret == 0)
+		ret = dump_family(nl, AF_INET6, &ctx);
+out:
+	mnl_socket_close(nl);
+	return ret;
+}
