@@ -194,9 +194,15 @@ int ruleset_install(const struct config *cfg, enum ruleset_queue *used,
 			return 0;
 		}
 		if (cfg->queue_mode == QUEUE_MODE_NATIVE) {
-			snprintf(err, errlen,
-				 "native nft queue statement refused (%s): "
-				 "kernel lacks CONFIG_NFT_QUEUE?", native_err);
+			/* The kernel answers ENOENT for an unknown expression. */
+			if (strstr(native_err, strerror(ENOENT))) {
+				snprintf(err, errlen,
+					 "queue_mode = native, but the kernel lacks "
+					 "CONFIG_NFT_QUEUE (%s)", native_err);
+				return -ENOTSUP;
+			}
+			snprintf(err, errlen, "native nft queue: %s",
+				 native_err);
 			return ret;
 		}
 		log_info("native nft queue unavailable (%s); using the xt "

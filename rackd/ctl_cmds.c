@@ -11,6 +11,7 @@
 #include "loop.h"
 #include "queue.h"
 #include "rackd.h"
+#include "track.h"
 
 static void put_u64(FILE *out, const char *key, uint64_t v)
 {
@@ -89,6 +90,8 @@ static int cmd_list(struct rackd *d, const struct proto_msg *req, FILE *out,
 		    char *err, size_t errlen)
 {
 	(void)req, (void)err, (void)errlen;
+	/* Show the kernel's current view, not the last periodic sweep's. */
+	track_sweep(d);
 	for (const struct conn *c = d->conns.head; c; c = c->next) {
 		proto_put(out, "record", "conn");
 		put_conn_summary(out, d, c);
@@ -146,6 +149,7 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 
 	if (ret)
 		return ret;
+	track_sweep(d);
 	c = conn_find_id(&d->conns, id);
 	if (!c) {
 		snprintf(err, errlen, "no connection with id %" PRIu64, id);

@@ -1,0 +1,51 @@
+"""Helpers shared by the rackd integration tests (on top of testbed.py)."""
+
+import functools
+import subprocess
+
+import testbed
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_has_native_queue():
+    """True when this kernel accepts nft's native `queue` statement.
+
+    Probed in a scratch namespace so the host's ruleset is never touched.
+    """
+    name = f"rkprobe{subprocess.os.getpid()}"
+    testbed.run(["ip", "netns", "add", name])
+    try:
+        proc = testbed.run(
+            ["ip", "netns", "exec", name, "nft",
+             "add table inet probe; "
+             "add chain inet probe c { type filter hook output priority 0; }; "
+             "add rule inet probe c queue num 1 bypass"], check=False)
+        return proc.returncode == 0
+    finally:
+        testbed.run(["ip", "netns", "delete", name], check=False)
+
+
+def expected_queue_mode():
+    return "native" if kernel_has_native_queue() else "xt"
+
+
+def racks_tables(ns):
+    """The `inet racks` lines of `nft list tables` in ns."""
+    return [t for t in testbed.tables(ns) if t == "table inet racks"]
+
+
+def conns_between(rackd, remote_port=None, local_port=None):
+    """Connections in rackd's list, filtered by port."""
+    out = []
+    for c in rackd.connections():
+        if remote_port and not c["remote"].endswith(f":{remote_port}"):
+            continue
+        if local_port and not c["local"].endswith(f":{local_port}"):
+            continue
+        out.append(c)
+    return out
+
+
+def endpoint(addr, port):
+    """The "addr:port" / "[addr]:port" form rackctl prints."""
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
