@@ -66,23 +66,24 @@ $(BUILD)/rackctl: $(call obj,obj,$(RACKCTL_SRC))
 # The daemon under AddressSanitizer and UndefinedBehaviorSanitizer.
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
-$(BUILD)/asan/%.o: %.c
+$(BUILD)/san-obj/%.o: %.c
 	$(call quiet,CC-SAN,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) $(SAN_FLAGS) -c -o $@ $<
 
-$(BUILD)/asan/rackd: $(call obj,asan,$(RACKD_SRC))
+$(BUILD)/asan/rackd: $(call obj,san-obj,$(RACKD_SRC))
 	$(call quiet,LD,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(pkg_libs)
 
 asan: $(BUILD)/asan/rackd
 
 # Unit tests are built with the sanitizers too.
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.c $(call obj,asan,$(UNIT_LIB_SRC))
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.c $(call obj,san-obj,$(UNIT_LIB_SRC))
 	$(call quiet,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -Itests/unit $(SAN_FLAGS) \
-		-o $@ $< tests/unit/unit.c $(call obj,asan,$(UNIT_LIB_SRC)) \
+		-o $@ $< tests/unit/unit.c $(call obj,san-obj,$(UNIT_LIB_SRC)) \
 		$(pkg_libs)
 
 check-unit: $(UNIT_TESTS)

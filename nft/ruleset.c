@@ -146,10 +146,25 @@ static int run_nft(const char *script, char *err, size_t errlen)
 	return ret ? -EINVAL : 0;
 }
 
+/* "list tables" rather than "list table": listing the rules of a table
+ * with compat expressions makes libnftables initialise (and leak) xtables. */
 static bool ruleset_present(void)
 {
-	return run_nft("list table " RULESET_FAMILY " " RULESET_TABLE, NULL,
-		       0) == 0;
+	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	const char *out;
+	bool found = false;
+
+	if (!ctx)
+		fatalx(EXIT_NOMEM, "out of memory");
+	nft_ctx_buffer_output(ctx);
+	nft_ctx_buffer_error(ctx);
+	if (nft_run_cmd_from_buffer(ctx, "list tables " RULESET_FAMILY) == 0) {
+		out = nft_ctx_get_output_buffer(ctx);
+		found = out && strstr(out, "table " RULESET_FAMILY " "
+					   RULESET_TABLE "\n");
+	}
+	nft_ctx_free(ctx);
+	return found;
 }
 
 static int install_native(const struct config *cfg, char *err, size_t errlen)
