@@ -195,20 +195,21 @@ static int install_xt(const struct config *cfg, char *err, size_t errlen)
 	return ret;
 }
 
-int ruleset_install(const struct config *cfg, enum ruleset_queue *used,
-		    bool *replaced, char *err, size_t errlen)
+int ruleset_install(const struct config *cfg, enum queue_mode mode,
+		    enum ruleset_queue *used, bool *replaced, char *err,
+		    size_t errlen)
 {
 	char native_err[256] = "";
 	int ret;
 
 	*replaced = ruleset_present();
-	if (cfg->queue_mode != QUEUE_MODE_XT) {
+	if (mode != QUEUE_MODE_XT) {
 		ret = install_native(cfg, native_err, sizeof(native_err));
 		if (ret == 0) {
 			*used = RULESET_QUEUE_NATIVE;
 			return 0;
 		}
-		if (cfg->queue_mode == QUEUE_MODE_NATIVE) {
+		if (mode == QUEUE_MODE_NATIVE) {
 			/* The kernel answers ENOENT for an unknown expression. */
 			if (strstr(native_err, strerror(ENOENT))) {
 				snprintf(err, errlen,

@@ -25,11 +25,13 @@ enum ruleset_queue {
 };
 
 /*
- * Install the table for CFG, choosing the queue statement per
- * cfg->queue_mode. On success *used says which was taken and *replaced
+ * Install the table for CFG, choosing the queue statement per MODE
+ * (normally cfg->queue_mode; a reload passes the mode found at start so
+ * that the kernel is not probed again). On success *used says which was taken and *replaced
  * whether a stale table was found. On failure err holds one line.
  */
-int ruleset_install(const struct config *cfg, enum ruleset_queue *used,
+int ruleset_install(const struct config *cfg, enum queue_mode mode,
+		    enum ruleset_queue *used,
 		    bool *replaced, char *err, size_t errlen);
 /* Remove the table; 0 also when it was already gone. */
 int ruleset_remove(char *err, size_t errlen);

@@ -7,9 +7,10 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 	libnftnl-dev libnftables-dev libsodium-dev"
 # nftables: the CLI is used by tests to inspect the ruleset;
 # iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
-# python3-pytest/python3-scapy: the integration suite and crafted packets.
+# python3-pytest/python3-scapy: the integration suite and crafted packets;
+# clang: libFuzzer targets; mandoc: man page lint.
 TEST_PKGS="nftables iproute2 procps kmod python3 python3-pytest python3-scapy
-	iperf3 tcpdump"
+	iperf3 tcpdump clang mandoc"
 
 missing=""
 for p in $BUILD_PKGS $TEST_PKGS; do

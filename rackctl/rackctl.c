@@ -235,8 +235,8 @@ static int run_list(struct ctx *ctx, int argc, char **argv)
 	if (ctx->json)
 		putchar('[');
 	else
-		printf("%-6s %-10s %-9s %-26s %-26s %-8s %s\n", "ID", "STATE",
-		       "DIR", "LOCAL", "REMOTE", "PEER", "TCP");
+		printf("%-6s %-10s %-9s %-26s %-26s %-8s %-12s %s\n", "ID",
+		       "STATE", "DIR", "LOCAL", "REMOTE", "PEER", "TCP", "AGE");
 	for (i = next_record(&r.msg, 0); i < r.msg.n;) {
 		size_t end = next_record(&r.msg, i + 1);
 		const struct proto_msg *m = &r.msg;
@@ -245,13 +245,14 @@ static int run_list(struct ctx *ctx, int argc, char **argv)
 			printf(first ? "\n  " : ",\n  ");
 			json_object(m, i + 1, end);
 		} else {
-			printf("%-6s %-10s %-9s %-26s %-26s %-8s %s\n",
+			printf("%-6s %-10s %-9s %-26s %-26s %-8s %-12s %ss\n",
 			       field(m, i, end, "id"), field(m, i, end, "state"),
 			       field(m, i, end, "direction"),
 			       field(m, i, end, "local"),
 			       field(m, i, end, "remote"),
 			       field(m, i, end, "peer"),
-			       field(m, i, end, "tcp_state"));
+			       field(m, i, end, "tcp_state"),
+			       field(m, i, end, "age"));
 		}
 		first = false;
 		i = end;
@@ -268,8 +269,11 @@ static int run_show(struct ctx *ctx, int argc, char **argv)
 	char req[128];
 
 	(void)argc;
-	if (!is_number(argv[0]))
-		die("connection id must be a number, not '%s'", argv[0]);
+	if (!argv[0][0] || strspn(argv[0], "0123456789") != strlen(argv[0])) {
+		fprintf(stderr, "rackctl: connection id must be a number, not '%s'\n",
+			argv[0]);
+		exit(2);
+	}
 	snprintf(req, sizeof(req), "cmd=show\nversion=1\nid=%s\n", argv[0]);
 	transact(ctx, req, &r);
 	if (ctx->json) {
@@ -317,10 +321,12 @@ static const struct subcommand subcommands[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rackctl [-S PATH] [--json] COMMAND [ARGS]\n\n"
-		   "options:\n"
-		   "  -S PATH   control socket (default " DEFAULT_SOCKET ")\n"
-		   "  -j, --json  machine-readable output\n"
-		   "  -V        print the version\n\ncommands:\n");
+		   "options (before or after the command):\n"
+		   "  -S, --socket PATH  control socket (default "
+		   DEFAULT_SOCKET ")\n"
+		   "  -j, --json         machine-readable output\n"
+		   "  -h, --help         this text\n"
+		   "  -V, --version      print the version\n\ncommands:\n");
 	for (size_t i = 0; i < NSUBCOMMANDS; i++)
 		fprintf(f, "  %-6s %-4s %s\n", subcommands[i].name,
 			subcommands[i].args, subcommands[i].help);
@@ -345,9 +351,10 @@ int main(int argc, char **argv)
 	struct ctx ctx = { .sock_path = DEFAULT_SOCKET };
 	int c;
 
-	/* '+' stops at the command; options after it are handled below. */
+	/* Options may come before or after the command (GNU permutation);
+	 * a leading '-' in ID arguments is not possible (ids are numbers). */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:S:jhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":S:jhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			ctx.sock_path = optarg;
@@ -378,11 +385,8 @@ int main(int argc, char **argv)
 	char *args[8];
 	int nargs = 0;
 
-	/* Accept --json anywhere after the command, too. */
 	for (; optind < argc; optind++) {
-		if (!strcmp(argv[optind], "--json") || !strcmp(argv[optind], "-j"))
-			ctx.json = true;
-		else if (nargs < 8)
+		if (nargs < 8)
 			args[nargs++] = argv[optind];
 		else
 			nargs++;

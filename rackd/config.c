@@ -39,10 +39,15 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	char *end;
 	unsigned long long v;
 
+	int base = (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? 16 : 10;
+
+	/* Decimal or 0x-hex; a leading zero does not mean octal here. */
 	if (!isdigit((unsigned char)s[0]))
 		return -EINVAL;
+	if (base == 16 && !isxdigit((unsigned char)s[2]))
+		return -EINVAL;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	v = strtoull(s, &end, base);
 	if (errno || *end || v < min || v > max)
 		return -EINVAL;
 	*out = v;
@@ -61,7 +66,9 @@ int config_parse_duration(const char *s, uint64_t *ms)
 	char *end;
 	double v;
 
-	if (!isdigit((unsigned char)s[0]))
+	/* Plain decimals only: strtod would also take "1e3" or "0x10". */
+	if (!isdigit((unsigned char)s[0]) ||
+	    strspn(s, "0123456789.") != strcspn(s, "mshd"))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
@@ -139,8 +146,11 @@ static int set_duration(uint64_t *dst, const char *key, char *v, uint64_t min,
 			char *why, size_t wl)
 {
 	uint64_t ms;
+	int err = config_parse_duration(v, &ms);
 
-	if (config_parse_duration(v, &ms))
+	if (err == -ERANGE)
+		return set_error(why, wl, "%s must be at most 365d", key);
+	if (err)
 		return set_error(why, wl,
 				 "%s must be a duration such as 500ms, 30s, 5m, 2h or 3d",
 				 key);
@@ -256,6 +266,9 @@ static int add_exclude(struct config *cfg, const char *tok, char *why,
 		return set_error(why, wl,
 				 "bad address or prefix '%s' (host bits must be zero)",
 				 tok);
+	if (p.addr.family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&p.addr.v6))
+		return set_error(why, wl,
+				 "'%s' is IPv4-mapped: write the IPv4 prefix", tok);
 	if (cfg->nexclude >= CONFIG_MAX_LIST)
 		return set_error(why, wl, "more than %d exclude entries",
 				 CONFIG_MAX_LIST);

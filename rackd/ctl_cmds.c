@@ -60,6 +60,8 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "sweeps", s->sweeps);
 	put_u64(out, "link_events", s->link_events);
 	put_u64(out, "addr_events", s->addr_events);
+	put_u64(out, "ctl_requests", s->ctl_requests);
+	put_u64(out, "ctl_errors", s->ctl_errors);
 	put_u64(out, "queue_recv_errors", qs->recv_errors);
 	put_u64(out, "queue_send_errors", qs->send_errors);
 	return 0;
@@ -91,7 +93,7 @@ static int cmd_list(struct rackd *d, const struct proto_msg *req, FILE *out,
 {
 	(void)req, (void)err, (void)errlen;
 	/* Show the kernel's current view, not the last periodic sweep's. */
-	track_sweep(d);
+	track_sweep_fresh(d);
 	for (const struct conn *c = d->conns.head; c; c = c->next) {
 		proto_put(out, "record", "conn");
 		put_conn_summary(out, d, c);
@@ -149,7 +151,7 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 
 	if (ret)
 		return ret;
-	track_sweep(d);
+	track_sweep_fresh(d);
 	c = conn_find_id(&d->conns, id);
 	if (!c) {
 		snprintf(err, errlen, "no connection with id %" PRIu64, id);

@@ -108,6 +108,16 @@ static struct config *load_config_or_exit(const char *path)
 	return cfg;
 }
 
+/* "auto" was resolved at start; a reload does not probe the kernel again. */
+static enum queue_mode reload_mode(const struct rackd *d,
+				   const struct config *cfg)
+{
+	if (cfg->queue_mode != QUEUE_MODE_AUTO)
+		return cfg->queue_mode;
+	return d->queue_mode == RULESET_QUEUE_NATIVE ? QUEUE_MODE_NATIVE
+						      : QUEUE_MODE_XT;
+}
+
 int rackd_reload(struct rackd *d, char *err, size_t errlen)
 {
 	struct config *cfg;
@@ -129,16 +139,27 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 		config_free(cfg);
 		return -EINVAL;
 	}
-	ret = ruleset_install(cfg, &used, &replaced, err, errlen);
+	ret = ruleset_install(cfg, reload_mode(d, cfg), &used, &replaced, err,
+			      errlen);
 	if (ret) {
-		log_warnx("reload refused, ruleset unchanged: %s", err);
+		char again[256];
+
 		config_free(cfg);
+		/* The failed transaction may have replaced the table: put the
+		 * running configuration's ruleset back. */
+		if (ruleset_install(d->cfg, reload_mode(d, d->cfg), &used,
+				    &replaced, again, sizeof(again)))
+			log_warnx("reload failed (%s) and the running ruleset "
+				  "could not be restored: %s", err, again);
+		else
+			log_warnx("reload refused, running ruleset kept: %s",
+				  err);
 		return ret;
 	}
 	config_free(d->cfg);
 	d->cfg = cfg;
 	d->queue_mode = used;
-	log_set_debug(cfg->debug || log_debug_enabled());
+	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
 	return 0;
@@ -254,20 +275,23 @@ static void start(struct rackd *d)
 
 	ret = queue_open(&d->queue, d->cfg->queue_num, d->cfg->queue_maxlen,
 			 track_packet, d);
-	if (ret)
-		fatalx(ret == -EPERM ? 1 : EXIT_KERNEL,
-		       "binding NFQUEUE %u: %s%s", d->cfg->queue_num,
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "binding NFQUEUE %u: %s%s", d->cfg->queue_num,
 		       strerror(-ret),
 		       ret == -EBUSY ? " (another program owns this queue)" : "");
+	}
 	loop_add(d->loop, queue_fd(d->queue), EPOLLIN, on_queue, d);
 
 	ret = rtnl_open(&d->rtnl, &rh);
-	if (ret)
+	if (ret) {
+		ctl_close(d->ctl);
 		fatalx(1, "rtnetlink: %s", strerror(-ret));
+	}
 	loop_add(d->loop, rtnl_fd(d->rtnl), EPOLLIN, on_rtnl, d);
 
-	ret = ruleset_install(d->cfg, &d->queue_mode, &replaced, err,
-			      sizeof(err));
+	ret = ruleset_install(d->cfg, d->cfg->queue_mode, &d->queue_mode,
+			      &replaced, err, sizeof(err));
 	if (ret) {
 		ctl_close(d->ctl);
 		fatalx(ret == -ENOTSUP ? EXIT_KERNEL : 1, "ruleset: %s", err);
@@ -328,6 +352,7 @@ int main(int argc, char **argv)
 	if (sodium_init() < 0)
 		fatalx(1, "libsodium initialisation failed");
 	d.config_path = o.config_path;
+	d.debug_option = o.debug;
 	d.sock_path = o.sock_path;
 	start(&d);
 	if (!o.foreground) {

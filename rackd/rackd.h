@@ -55,6 +55,8 @@ struct rackd {
 	struct rtnl *rtnl;
 	struct ctl *ctl;
 	struct timer sweep_timer;
+	uint64_t last_sweep;		/* monotonic ms */
+	bool debug_option;		/* -d given: reloads keep debug on */
 	int sigfd;
 	time_t started;
 	uint64_t started_mono;

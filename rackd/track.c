@@ -70,29 +70,40 @@ static void packet_endpoints(const struct packet *p, bool outbound,
 	*remote = outbound ? dst : src;
 }
 
+/* The end that sends a connection's SYN. */
+static struct conn_end *syn_end(struct conn *c)
+{
+	return c->dir == CONN_OUTGOING ? &c->lend : &c->rend;
+}
+
 static void track_syn(struct rackd *d, const struct packet *p, bool outbound)
 {
+	enum conn_dir dir = outbound ? CONN_OUTGOING : CONN_INCOMING;
 	struct endpoint local, remote;
 	struct conn *c;
 
 	d->stats.syn++;
 	packet_endpoints(p, outbound, &local, &remote);
 	c = conn_lookup(&d->conns, &local, &remote);
-	if (c) {
-		/* A retransmitted SYN, or a new connection reusing the
-		 * 4-tuple: the newest SYN's options are the ones in force. */
+	if (c && c->dir == dir && c->state == CONN_HANDSHAKE &&
+	    syn_end(c)->isn == p->seq) {
 		d->stats.syn_retransmit++;
-		if (c->state != CONN_HANDSHAKE || c->lend.isn != p->seq) {
-			c->state = CONN_HANDSHAKE;
-			c->rend.seen = false;
-		}
+	} else if (c) {
+		/* The 4-tuple is reused by a new connection: start afresh. */
+		log_conn("replaced by a new handshake", c);
+		c->dir = dir;
+		c->state = CONN_HANDSHAKE;
+		memset(&c->lend, 0, sizeof(c->lend));
+		memset(&c->rend, 0, sizeof(c->rend));
+		c->created = time(NULL);
+		c->created_mono = loop_now();
+		d->stats.conns_total++;
 	} else {
 		if (d->conns.count >= d->cfg->max_connections) {
 			d->stats.conns_refused++;
 			return;
 		}
-		c = conn_insert(&d->conns, &local, &remote,
-				outbound ? CONN_OUTGOING : CONN_INCOMING);
+		c = conn_insert(&d->conns, &local, &remote, dir);
 		timer_init(&c->expiry, track_expire, c);
 		c->created_mono = loop_now();
 		d->stats.conns_total++;
@@ -129,8 +140,7 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 	struct rackd *d = arg;
 	struct packet p;
 	enum packet_error err;
-	bool outbound = qp->hook == NF_INET_LOCAL_OUT ||
-			qp->hook == NF_INET_POST_ROUTING;
+	bool outbound = qp->hook == NF_INET_LOCAL_OUT;
 
 	err = packet_parse(qp->data, qp->len, &p);
 	if (err) {
@@ -161,10 +171,18 @@ static void sweep_socket(void *arg, const struct sockdiag_entry *e)
 	}
 }
 
+void track_sweep_fresh(struct rackd *d)
+{
+	/* Any local user may ask: at most one dump per interval. */
+	if (loop_now() - d->last_sweep >= TRACK_FRESH_MS)
+		track_sweep(d);
+}
+
 void track_sweep(struct rackd *d)
 {
 	int ret;
 
+	d->last_sweep = loop_now();
 	for (struct conn *c = d->conns.head; c; c = c->next)
 		c->swept = false;
 	ret = sockdiag_dump(sweep_socket, d);

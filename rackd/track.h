@@ -14,6 +14,9 @@
 void track_packet(void *arg, struct queue *q, const struct queue_packet *qp);
 /* Compare the table with the kernel's sockets; drop the closed ones. */
 void track_sweep(struct rackd *d);
+/* The same for the control socket: skipped if a sweep ran very recently. */
+void track_sweep_fresh(struct rackd *d);
+#define TRACK_FRESH_MS 200
 /* Release a connection's timers and free it. */
 void track_forget(struct rackd *d, struct conn *c);
 

@@ -132,6 +132,10 @@ def run_rackd(*args, config=None, tmp_path=None):
     ("exclude = fd00::/200\n", 1, "bad address or prefix"),
     ("queue_mode = fast\n", 1, "queue_mode must be auto, native or xt"),
     ("syn_timeout = soon\n", 1, "syn_timeout must be a duration"),
+    ("syn_timeout = 1e3ms\n", 1, "syn_timeout must be a duration"),
+    ("syn_timeout = 400d\n", 1, "syn_timeout must be at most 365d"),
+    ("queue = 0x\n", 1, "queue must be a number"),
+    ("exclude = ::ffff:192.0.2.0/120\n", 1, "write the IPv4 prefix"),
     ("sweep_interval = 10ms\n", 1, "sweep_interval must be at least 100ms"),
     ("mark = 0\n", 1, "mark must be a nonzero"),
     ("log_level = loud\n", 1, "log_level must be info or debug"),
@@ -156,7 +160,7 @@ def test_bad_config_refused_at_start_leaves_no_table(topo, tmp_path):
 
 
 def test_good_config_round_trips_through_check_mode(tmp_path):
-    text = ("queue = 77\nqueue_mode = xt\nports = 22, 5000-5999\n"
+    text = ("queue = 077\nqueue_mode = xt\nports = 22, 5000-5999\n"
             "exclude = 10.9.0.0/16, fd99::/32\nexclude = 192.0.2.1\n"
             "syn_timeout = 1500ms\nsweep_interval = 2s\nmark = 0x10\n"
             "max_connections = 5000\nlog_level = debug\n")
@@ -208,7 +212,8 @@ def test_rackctl_usage_errors(topo):
     for argv, code, text in [
         (["frobnicate"], 2, "unknown command 'frobnicate'"),
         (["show"], 2, "usage: rackctl show ID"),
-        (["show", "abc"], 1, "connection id must be a number"),
+        (["show", "abc"], 2, "connection id must be a number"),
+        (["status", "-S", "/nonexistent.sock"], 1, "rackd is not running"),
         (["show", "999999"], 1, "no connection with id 999999"),
         (["--bogus", "status"], 2, "unknown option"),
     ]:
@@ -247,3 +252,26 @@ def test_control_protocol_rejects_bad_requests(topo):
     both = ask(b"cmd=status\n\ncmd=list\n\n")
     assert both.count("errno=0") >= 1
     assert rackd.running and rackd.status()["pid"] == rackd.pid
+
+
+def test_reload_applies_a_new_policy_and_refuses_a_bad_one(topo):
+    rackd = topo.start_rackd("a", config="ports = all\n")
+    assert "server_ports" not in testbed.nft(topo.a, "list table inet racks")
+    rackd.conf.write_text("ports = 5001\n")
+    rackd.ctl("reload")
+    assert "elements = { 5001 }" in testbed.nft(topo.a, "list table inet racks")
+
+    rackd.conf.write_text("ports = 5002\nbogus = 1\n")
+    proc = subprocess.run([testbed.default_rackctl(), "-S", str(rackd.sock),
+                           "reload"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert f"{rackd.conf}:2: unknown key 'bogus'" in proc.stderr
+    assert "elements = { 5001 }" in testbed.nft(topo.a, "list table inet racks")
+
+    rackd.conf.write_text("ports = 6000-6001\n")
+    rackd.kill(signal.SIGHUP)
+    testbed.wait_until(
+        lambda: "6000-6001" in testbed.nft(topo.a, "list table inet racks"),
+        5, "SIGHUP to reload")
+    assert racks.racks_tables(topo.a) == ["table inet racks"]
+    assert rackd.log().count("native nft queue unavailable") <= 1

@@ -170,3 +170,34 @@ def test_closed_connections_are_forgotten(both):
                        rb.connections() == [], 5, "B to forget the connection")
     assert rb.status()["connections_closed"] == 1
     assert [c["tcp_state"] for c in ra.connections()] == ["time-wait"]
+
+
+MARK_CLIENT = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, int(sys.argv[3], 0))
+s.settimeout(5)
+s.connect((sys.argv[1], int(sys.argv[2])))
+s.sendall(b"marked")
+s.close()
+"""
+
+
+def test_packets_with_rackds_mark_are_exempt(topo):
+    """rackd's own injected packets carry its mark and are never diverted."""
+    rackd = topo.start_rackd("a", config="mark = 0x2a\n")
+
+    def connect_with_mark(mark):
+        server = start_xfer_server(topo.b, PORT)
+        topo.a.run([testbed.PYTHON, "-c", MARK_CLIENT, topo.addr["b"]["v4"],
+                    str(PORT), hex(mark)])
+        server.results()
+        return rackd.status()
+
+    # The marked SYN is not diverted; B's answer carries no mark, so it is,
+    # and finds no handshake to belong to.
+    status = connect_with_mark(0x2a)
+    assert status["syn"] == 0 and status["synack_unmatched"] == 1, status
+    assert status["connections_total"] == 0
+    status = connect_with_mark(0x2b)
+    assert status["syn"] == 1 and status["connections_total"] == 1, status
