@@ -29,8 +29,13 @@ int proto_parse(char *buf, size_t len, struct proto_msg *msg)
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		char *eq;
 
-		if (!nl)
-			nl = end;
+		/* Every line ends in '\n' (also the terminating blank one):
+		 * a line without it is incomplete, and there would be no byte
+		 * of ours to put its terminating NUL in. */
+		if (!nl) {
+			proto_msg_free(msg);
+			return -EINVAL;
+		}
 		*nl = '\0';
 		if (*p == '\0')
 			break;		/* the blank line ends the message */

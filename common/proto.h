@@ -31,7 +31,8 @@ struct proto_msg {
  * or 0 if the message is not complete yet. */
 size_t proto_message_len(const char *buf, size_t len);
 /* Parse one message of LEN bytes in place (BUF is modified and must
- * outlive MSG). Returns 0 or -EINVAL for a line without '='. */
+ * outlive MSG). Returns 0, or -EINVAL for a line without '=' or a last
+ * line without its '\n'. */
 int proto_parse(char *buf, size_t len, struct proto_msg *msg);
 void proto_msg_free(struct proto_msg *msg);
 const char *proto_get(const struct proto_msg *msg, const char *key);

@@ -196,21 +196,26 @@ static size_t next_record(const struct proto_msg *m, size_t i)
 	return i;
 }
 
+/* A flat reply: "key value" lines, or one JSON object. */
+static void print_object(const struct ctx *ctx, const struct proto_msg *m)
+{
+	if (ctx->json) {
+		json_object(m, 0, m->n);
+		putchar('\n');
+		return;
+	}
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->kv[i].key, "errno") != 0)
+			printf("%-22s %s\n", m->kv[i].key, m->kv[i].value);
+}
+
 static int run_status(struct ctx *ctx, int argc, char **argv)
 {
 	struct reply r;
 
 	(void)argc, (void)argv;
 	transact(ctx, "cmd=status\nversion=1\n", &r);
-	if (ctx->json) {
-		json_object(&r.msg, 0, r.msg.n);
-		putchar('\n');
-	} else {
-		for (size_t i = 0; i < r.msg.n; i++)
-			if (strcmp(r.msg.kv[i].key, "errno") != 0)
-				printf("%-22s %s\n", r.msg.kv[i].key,
-				       r.msg.kv[i].value);
-	}
+	print_object(ctx, &r.msg);
 	reply_free(&r);
 	return 0;
 }
@@ -276,15 +281,7 @@ static int run_show(struct ctx *ctx, int argc, char **argv)
 	}
 	snprintf(req, sizeof(req), "cmd=show\nversion=1\nid=%s\n", argv[0]);
 	transact(ctx, req, &r);
-	if (ctx->json) {
-		json_object(&r.msg, 0, r.msg.n);
-		putchar('\n');
-	} else {
-		for (size_t i = 0; i < r.msg.n; i++)
-			if (strcmp(r.msg.kv[i].key, "errno") != 0)
-				printf("%-22s %s\n", r.msg.kv[i].key,
-				       r.msg.kv[i].value);
-	}
+	print_object(ctx, &r.msg);
 	reply_free(&r);
 	return 0;
 }

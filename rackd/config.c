@@ -10,8 +10,10 @@
 
 #include "log.h"
 
-#define CONFIG_MAX_LINE 4096
 #define CONFIG_MAX_LIST 1024	/* ports or prefixes in one configuration */
+/* Long enough for the longest list config_dump() writes on one line:
+ * CONFIG_MAX_LIST port ranges "65535-65535, ". */
+#define CONFIG_MAX_LINE 16384
 
 typedef int (*config_setter)(struct config *cfg, char *value, char *why,
 			     size_t whylen);
@@ -389,9 +391,11 @@ int config_load(const char *path, struct config **out, bool *missing,
 			*out = cfg;
 			return 0;
 		}
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		int eno = errno;
+
+		snprintf(err, errlen, "%s: %s", path, strerror(eno));
 		config_free(cfg);
-		return -errno;
+		return -eno;
 	}
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;

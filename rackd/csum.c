@@ -64,6 +64,8 @@ uint16_t csum_tcp(const struct addr *src, const struct addr *dst,
 	const uint8_t *p = seg;
 	uint32_t sum = csum_pseudo(src, dst, IPPROTO_TCP, (uint32_t)len);
 
+	if (len < TCP_CHECK_OFFSET + 2)
+		return 0;	/* not a TCP segment: callers never pass one */
 	/* Sum around the checksum field instead of copying the segment. */
 	sum = csum_add(sum, p, TCP_CHECK_OFFSET);
 	sum = csum_add(sum, p + TCP_CHECK_OFFSET + 2,

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Write the fuzz seeds in tests/fuzz/seeds/ (run from anywhere).
+
+Packets: an IPv4 SYN with MSS/SACK_PERM/TS/WS, an IPv6 SYN-ACK, and an
+IPv6 ACK behind hop-by-hop and destination options headers carrying SACK
+blocks and an RFC 6994 experimental option. Also one racks.conf and one
+control-protocol request, since every fuzz target reads every seed.
+"""
+import ipaddress
+import os
+import struct
+
+SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def tcp(src, dst, sport, dport, seq, ack, flags, opts, payload=b""):
+    opts += b"\0" * (-len(opts) % 4)
+    doff = (20 + len(opts)) // 4
+    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, doff << 4,
+                      flags, 64240, 0, 0) + opts
+    seg = hdr + payload
+    if len(src) == 4:
+        pseudo = src + dst + struct.pack("!BBH", 0, 6, len(seg))
+    else:
+        pseudo = src + dst + struct.pack("!IxxxB", len(seg), 6)
+    c = csum(pseudo + seg)
+    return seg[:16] + struct.pack("!H", c) + seg[18:]
+
+
+def ipv4(src, dst, seg):
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(seg), 0x1234,
+                      0x4000, 64, 6, 0, src, dst)
+    return hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:] + seg
+
+
+def ipv6(src, dst, nh, rest):
+    return struct.pack("!IHBB", 0x60000000, len(rest), nh, 64) + src + \
+        dst + rest
+
+
+def syn_opts(mss, tsval, tsecr, ws):
+    return (struct.pack("!BBH", 2, 4, mss) + b"\x04\x02" +
+            struct.pack("!BBII", 8, 10, tsval, tsecr) +
+            struct.pack("!BBBB", 1, 3, 3, ws))
+
+
+def main():
+    v4a = ipaddress.ip_address("192.0.2.1").packed
+    v4b = ipaddress.ip_address("198.51.100.2").packed
+    v6a = ipaddress.ip_address("2001:db8::1").packed
+    v6b = ipaddress.ip_address("2001:db8::2").packed
+    seeds = {}
+    seeds["ipv4_syn.bin"] = ipv4(v4a, v4b, tcp(
+        v4a, v4b, 40000, 80, 0x6B8B4567, 0, 0x02,
+        syn_opts(1460, 0x9A1B2C3D, 0, 7)))
+    seeds["ipv6_synack.bin"] = ipv6(v6b, v6a, 6, tcp(
+        v6b, v6a, 80, 40000, 0x11223344, 0x6B8B4568, 0x12,
+        syn_opts(1440, 0x55667788, 0x9A1B2C3D, 9)))
+    sack = struct.pack("!BBIIII", 5, 18, 1000, 2000, 3000, 4000)
+    exp = struct.pack("!BBHH", 254, 6, 0x726B, 0xAABB)
+    seg = tcp(v6a, v6b, 40000, 80, 0x6B8B4568, 0x11223345, 0x10,
+              b"\x01\x01" + sack + exp, b"hello")
+    hop = bytes([60, 0]) + b"\x01\x04\0\0\0\0"   # -> dstopts, PadN
+    dst = bytes([6, 1]) + b"\x01\x0c" + b"\0" * 12  # -> TCP, 16 bytes
+    seeds["ipv6_ext_ack.bin"] = ipv6(v6a, v6b, 0, hop + dst + seg)
+    seeds["racks.conf"] = (
+        b"# racks.conf seed\nqueue = 4207\nqueue_mode = auto\n"
+        b"queue_maxlen = 4096\nmark = 0x7261636b\n"
+        b"ports = 22, 80, 5000-5999\nexclude = 10.0.0.0/8, fd00::/8\n"
+        b"syn_timeout = 1.5s\nsweep_interval = 500ms\n"
+        b"max_connections = 1000\nlog_level = debug\n")
+    seeds["proto_request.txt"] = b"cmd=list\nversion=1\nfilter=a=b\n\n"
+    os.makedirs(SEEDS, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(SEEDS, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()
