@@ -18,7 +18,7 @@ BUILD := build
 PKGS := libmnl libnetfilter_queue libnftables libnftnl libsodium
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Icommon -Irackd -Inft -MMD -MP
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Icommon -Irackd -Inft -Iedp -MMD -MP
 
 ifeq ($(V),1)
 Q :=
@@ -33,11 +33,12 @@ pkg_cflags = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 pkg_libs = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 COMMON_SRC := common/addr.c common/proto.c
-RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(COMMON_SRC)
-RACKCTL_SRC := rackctl/rackctl.c common/proto.c
+EDP_SRC := $(wildcard edp/*.c)
+RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC)
+RACKCTL_SRC := rackctl/rackctl.c common/proto.c $(EDP_SRC)
 # Pure logic covered by the C unit tests (no netlink, no daemon state).
 UNIT_LIB_SRC := rackd/packet.c rackd/csum.c rackd/config.c rackd/timer.c \
-	rackd/log.c $(COMMON_SRC)
+	rackd/log.c rackd/rewrite.c $(EDP_SRC) $(COMMON_SRC)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
 	$(filter-out tests/unit/unit.c,$(wildcard tests/unit/test_*.c)))
 
@@ -61,7 +62,7 @@ $(BUILD)/rackd: $(call obj,obj,$(RACKD_SRC))
 
 $(BUILD)/rackctl: $(call obj,obj,$(RACKCTL_SRC))
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 
 # The daemon under AddressSanitizer and UndefinedBehaviorSanitizer.
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -95,7 +96,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/
 $(BUILD)/fuzz/%: tests/fuzz/%.c
 	$(call quiet,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)clang -std=c11 -D_GNU_SOURCE -g -O1 -Icommon -Irackd -Inft \
+	$(Q)clang -std=c11 -D_GNU_SOURCE -g -O1 -Icommon -Irackd -Inft -Iedp \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(pkg_libs)
 
 fuzz: $(FUZZ_TARGETS)

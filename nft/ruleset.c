@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "announce.h"
 #include "log.h"
+#include "option.h"
 #include "xt_queue.h"
 
 /* Before the usual mangle (-150) and filter (0) chains of other tables,
@@ -76,10 +78,36 @@ static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 {
 	fprintf(f, "\tchain %s {\n\t\ttype filter hook %s priority %s; "
 		   "policy accept;\n", hook, hook, RULESET_PRIORITY);
-	/* One rule sees every packet: data segments fail its first test. */
+	/* Data segments fail the first test of every rule here. */
 	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
 		   "0x%08x meta %s != loopback jump %s\n",
 		cfg->mark, iftype, target);
+	if (strcmp(hook, "input") == 0) {
+		/* The peer rackd's set-up messages: racks' option on a
+		 * segment without SYN (RFC 6994 ExID at option offset 2). */
+		fprintf(f, "\t\ttcp flags & syn == 0 tcp option @%d,16,16 "
+			   "0x%04x meta %s != loopback goto divert\n",
+			EDP_OPT_KIND, EDP_EXID, iftype);
+		/* Classic EDP probes mark themselves DSCP LE: only their
+		 * FIN needs a decision. */
+		if (cfg->answer_probes) {
+			fprintf(f, "\t\tip dscp 0x%02x tcp flags & (fin | syn | "
+				   "rst) == fin jump probe_in\n", EDP_PROBE_DSCP);
+			fprintf(f, "\t\tip6 dscp 0x%02x tcp flags & (fin | syn | "
+				   "rst) == fin jump probe_in\n", EDP_PROBE_DSCP);
+		}
+	}
+	fprintf(f, "\t}\n");
+}
+
+/* Probes are answered on the server ports rackd considers. */
+static void probe_chain(FILE *f, const struct config *cfg)
+{
+	fprintf(f, "\tchain probe_in {\n");
+	fprintf(f, "\t\tip saddr @exclude4 return\n");
+	fprintf(f, "\t\tip6 saddr @exclude6 return\n");
+	fprintf(f, cfg->all_ports ? "\t\tgoto divert\n"
+				  : "\t\ttcp dport @server_ports goto divert\n");
 	fprintf(f, "\t}\n");
 }
 
@@ -112,6 +140,8 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	fprintf(f, "\t}\n");
 	syn_chain(f, cfg, "syn_out", "daddr");
 	syn_chain(f, cfg, "syn_in", "saddr");
+	if (cfg->answer_probes)
+		probe_chain(f, cfg);
 	base_chain(f, cfg, "output", "oiftype", "syn_out");
 	base_chain(f, cfg, "input", "iiftype", "syn_in");
 	fprintf(f, "}\n");

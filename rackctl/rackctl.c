@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "probe.h"
 #include "proto.h"
 
 #define RACKCTL_VERSION "0.1.0"
@@ -162,9 +164,17 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-static void json_value(const char *v)
+/* Hex identifiers stay strings even when all their digits are decimal. */
+static bool is_hex_key(const char *key)
 {
-	if (is_number(v) || strcmp(v, "true") == 0 || strcmp(v, "false") == 0)
+	return strcmp(key, "conn_id") == 0 ||
+	       strcmp(key, "key_fingerprint") == 0;
+}
+
+static void json_value(const char *key, const char *v)
+{
+	if (!is_hex_key(key) && (is_number(v) || strcmp(v, "true") == 0 ||
+				 strcmp(v, "false") == 0))
 		fputs(v, stdout);
 	else
 		json_string(v);
@@ -182,7 +192,7 @@ static void json_object(const struct proto_msg *m, size_t from, size_t to)
 		printf(first ? "" : ", ");
 		json_string(m->kv[i].key);
 		printf(": ");
-		json_value(m->kv[i].value);
+		json_value(m->kv[i].key, m->kv[i].value);
 		first = false;
 	}
 	putchar('}');
@@ -300,6 +310,91 @@ static int run_reload(struct ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
+/* Split TARGET ("1.2.3.4:80", "[fd00::1]:80", "name:80") into HOST (of
+ * size LEN) and PORT; false if it is not of that form. Bare IPv6
+ * addresses are refused: in "fd00::1:80" the port is a guess. */
+static bool parse_target(const char *target, char *host, size_t len,
+			 uint16_t *port)
+{
+	const char *colon = strrchr(target, ':'), *begin = target, *end;
+	unsigned long n;
+
+	if (!colon || !is_number(colon + 1) || strlen(colon + 1) > 5)
+		return false;
+	n = strtoul(colon + 1, NULL, 10);
+	if (n == 0 || n > 65535)
+		return false;
+	end = colon;
+	if (target[0] == '[') {
+		begin++;
+		end--;
+		if (end < begin || *end != ']')
+			return false;
+	}
+	if (end == begin || (size_t)(end - begin) >= len ||
+	    memchr(begin, target[0] == '[' ? ']' : ':', (size_t)(end - begin)))
+		return false;
+	memcpy(host, begin, (size_t)(end - begin));
+	host[end - begin] = '\0';
+	*port = (uint16_t)n;
+	return true;
+}
+
+static void print_probe_json(const char *target,
+			     const struct edp_probe_result *r)
+{
+	printf("{\"target\": ");
+	json_string(target);
+	printf(", \"result\": \"%s\", \"reason\": ",
+	       edp_probe_verdict_str(r->verdict));
+	json_string(r->reason);
+	printf(", \"connect_ms\": %.3f, \"total_ms\": %.3f, \"wait_ms\": %llu, "
+	       "\"bytes\": %llu", r->connect_us / 1000.0, r->total_us / 1000.0,
+	       (unsigned long long)r->wait_ms, (unsigned long long)r->bytes);
+	if (r->verdict == EDP_PROBE_ENHANCED)
+		printf(", \"host_id\": \"%s\"", r->host_id);
+	printf("}\n");
+}
+
+static void print_probe(const char *target, const struct edp_probe_result *r)
+{
+	printf("%s: %s (", target, edp_probe_verdict_str(r->verdict));
+	if (r->verdict == EDP_PROBE_ENHANCED)
+		printf("host %s", r->host_id);
+	else
+		printf("%s after %llu byte%s", r->reason,
+		       (unsigned long long)r->bytes, r->bytes == 1 ? "" : "s");
+	printf(") in %.2f ms (connect %.2f ms, waited up to %llu ms)\n",
+	       r->total_us / 1000.0, r->connect_us / 1000.0,
+	       (unsigned long long)r->wait_ms);
+}
+
+/* Unlike the other commands, probe does not involve rackd: it is the
+ * client side of EDP, runnable on any host. */
+static int run_probe(struct ctx *ctx, int argc, char **argv)
+{
+	struct edp_probe_result r;
+	char host[256];
+	uint16_t port;
+	int ret;
+
+	(void)argc;
+	if (!parse_target(argv[0], host, sizeof(host), &port)) {
+		fprintf(stderr, "rackctl: target must be HOST:PORT or "
+			"[ADDRESS]:PORT with a port from 1 to 65535, not '%s'\n",
+			argv[0]);
+		exit(2);
+	}
+	ret = edp_probe(host, port, NULL, &r);
+	if (ret < 0)
+		die("cannot probe %s: %s", argv[0], r.reason);
+	if (ctx->json)
+		print_probe_json(argv[0], &r);
+	else
+		print_probe(argv[0], &r);
+	return 0;
+}
+
 static int run_help(struct ctx *ctx, int argc, char **argv);
 
 static const struct subcommand subcommands[] = {
@@ -310,6 +405,8 @@ static const struct subcommand subcommands[] = {
 	  1, 1, run_show },
 	{ "reload", "", "re-read the configuration (root only)", 0, 0,
 	  run_reload },
+	{ "probe", "HOST:PORT", "ask whether a server runs racks (no rackd needed)",
+	  1, 1, run_probe },
 	{ "help", "", "this text", 0, 0, run_help },
 };
 

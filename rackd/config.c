@@ -169,6 +169,25 @@ static int set_syn_timeout(struct config *cfg, char *v, char *why, size_t wl)
 			    wl);
 }
 
+static int set_setup_timeout(struct config *cfg, char *v, char *why,
+			     size_t wl)
+{
+	return set_duration(&cfg->setup_timeout_ms, "setup_timeout", v, 500,
+			    why, wl);
+}
+
+static int set_answer_probes(struct config *cfg, char *v, char *why,
+			     size_t wl)
+{
+	if (strcmp(v, "yes") == 0)
+		cfg->answer_probes = true;
+	else if (strcmp(v, "no") == 0)
+		cfg->answer_probes = false;
+	else
+		return set_error(why, wl, "answer_probes must be yes or no");
+	return 0;
+}
+
 static int set_sweep_interval(struct config *cfg, char *v, char *why,
 			      size_t wl)
 {
@@ -297,6 +316,8 @@ static const struct config_key config_keys[] = {
 	{ "ports", set_ports },
 	{ "exclude", set_exclude },
 	{ "syn_timeout", set_syn_timeout },
+	{ "setup_timeout", set_setup_timeout },
+	{ "answer_probes", set_answer_probes },
 	{ "sweep_interval", set_sweep_interval },
 	{ "max_connections", set_max_connections },
 	{ "log_level", set_log_level },
@@ -319,6 +340,8 @@ struct config *config_defaults(void)
 	cfg->mark = 0x7261636b;		/* "rack" */
 	cfg->all_ports = true;
 	cfg->syn_timeout_ms = 30000;
+	cfg->setup_timeout_ms = 5000;
+	cfg->answer_probes = true;
 	cfg->sweep_interval_ms = 10000;
 	cfg->max_connections = 1000000;
 	return cfg;
@@ -458,6 +481,8 @@ void config_dump(const struct config *cfg, FILE *f)
 			prefix_format(&cfg->exclude[i], buf, sizeof(buf)));
 	}
 	dump_duration(f, "syn_timeout", cfg->syn_timeout_ms);
+	dump_duration(f, "setup_timeout", cfg->setup_timeout_ms);
+	fprintf(f, "answer_probes = %s\n", cfg->answer_probes ? "yes" : "no");
 	dump_duration(f, "sweep_interval", cfg->sweep_interval_ms);
 	fprintf(f, "max_connections = %u\n", cfg->max_connections);
 	fprintf(f, "log_level = %s\n", cfg->debug ? "debug" : "info");

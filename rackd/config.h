@@ -37,6 +37,8 @@ struct config {
 	struct prefix *exclude;		/* remote prefixes never considered */
 	size_t nexclude;
 	uint64_t syn_timeout_ms;	/* forget a handshake not completed */
+	uint64_t setup_timeout_ms;	/* racks set-up must finish by then */
+	bool answer_probes;		/* answer classic EDP probes */
 	uint64_t sweep_interval_ms;	/* check the table against the kernel */
 	uint32_t max_connections;
 	bool debug;

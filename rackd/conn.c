@@ -170,10 +170,19 @@ const char *conn_state_name(enum conn_state state)
 {
 	static const char *const names[CONN_STATE_MAX] = {
 		[CONN_HANDSHAKE] = "handshake",
-		[CONN_OPEN] = "open",
+		[CONN_SETUP] = "setup",
+		[CONN_CONNECTED] = "connected",
+		[CONN_RELEASED] = "released",
 	};
 
 	return (unsigned)state < CONN_STATE_MAX ? names[state] : "?";
+}
+
+const char *conn_peer_name(enum conn_peer peer)
+{
+	static const char *const names[] = { "unknown", "racks", "none" };
+
+	return (unsigned)peer < 3 ? names[peer] : "?";
 }
 
 const char *conn_dir_name(enum conn_dir dir)

@@ -17,9 +17,19 @@
 
 enum conn_state {
 	CONN_HANDSHAKE,		/* SYN seen, SYN-ACK not yet */
-	CONN_OPEN,		/* SYN-ACK seen: both ends' options known */
+	CONN_SETUP,		/* both ends offered racks: keys in exchange */
+	CONN_CONNECTED,		/* managed: both rackds hold the key */
+	CONN_RELEASED,		/* plain peer or failed set-up: left alone */
 	CONN_STATE_MAX
 };
+
+enum conn_peer {
+	PEER_UNKNOWN,		/* handshake not complete */
+	PEER_RACKS,
+	PEER_NONE,
+};
+
+struct conn_edp;		/* set-up and key state, see setup.h */
 
 enum conn_dir {
 	CONN_OUTGOING,		/* the local end sent the SYN */
@@ -49,6 +59,11 @@ struct conn {
 	struct endpoint local, remote;
 	enum conn_dir dir;
 	enum conn_state state;
+	enum conn_peer peer;
+	bool offered;		/* our SYN / the peer's SYN carried racks' option */
+	uint8_t syns;		/* SYNs seen: only the first carries the option */
+	uint64_t state_since;	/* monotonic ms */
+	struct conn_edp *edp;	/* only while / once the peer is racks */
 	struct conn_end lend, rend;
 	uint8_t tcp_state;	/* kernel socket state from the last sweep */
 	bool swept;		/* found in the current sweep */
@@ -85,6 +100,7 @@ void conn_remove(struct conn_table *tbl, struct conn *c);
 
 void conn_negotiate(const struct conn *c, struct conn_negotiated *n);
 const char *conn_state_name(enum conn_state state);
+const char *conn_peer_name(enum conn_peer peer);
 const char *conn_dir_name(enum conn_dir dir);
 const char *conn_tcp_state_name(uint8_t tcp_state);
 

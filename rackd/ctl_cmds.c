@@ -11,6 +11,7 @@
 #include "loop.h"
 #include "queue.h"
 #include "rackd.h"
+#include "setup.h"
 #include "track.h"
 
 static void put_u64(FILE *out, const char *key, uint64_t v)
@@ -21,6 +22,35 @@ static void put_u64(FILE *out, const char *key, uint64_t v)
 static void put_bool(FILE *out, const char *key, bool v)
 {
 	proto_put(out, key, "%s", v ? "true" : "false");
+}
+
+static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
+{
+	put_u64(out, "edp_syn_offered", e->syn_offered);
+	put_u64(out, "edp_syn_no_room", e->syn_no_room);
+	put_u64(out, "edp_syn_fallback", e->syn_fallback);
+	put_u64(out, "edp_synack_offered", e->synack_offered);
+	put_u64(out, "edp_synack_no_room", e->synack_no_room);
+	put_u64(out, "edp_setup_started", e->setup_started);
+	put_u64(out, "edp_setup_ok", e->setup_ok);
+	put_u64(out, "edp_setup_failed", e->setup_failed);
+	put_u64(out, "edp_released", e->released);
+	put_u64(out, "edp_msgs_in", e->msgs_in);
+	put_u64(out, "edp_msgs_out", e->msgs_out);
+	put_u64(out, "edp_send_errors", e->send_errors);
+	for (int i = EDP_ERR_LENGTH; i < EDP_ERR_MAX; i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "edp_rejected_%s", edp_error_name(i));
+		put_u64(out, key, e->rejected_by[i]);
+	}
+	put_u64(out, "edp_unknown_conn", e->unknown_conn);
+	put_u64(out, "edp_bad_mac", e->bad_mac);
+	put_u64(out, "edp_bad_key", e->bad_key);
+	put_u64(out, "edp_duplicate", e->duplicate);
+	put_u64(out, "edp_unexpected", e->unexpected);
+	put_u64(out, "edp_with_payload", e->with_payload);
+	put_u64(out, "edp_probes_answered", e->probes_answered);
 }
 
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
@@ -60,6 +90,9 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "sweeps", s->sweeps);
 	put_u64(out, "link_events", s->link_events);
 	put_u64(out, "addr_events", s->addr_events);
+	put_u64(out, "packets_rewritten", qs->rewritten);
+	put_u64(out, "checksum_bad", s->csum_bad);
+	put_edp_stats(out, &d->edp);
 	put_u64(out, "ctl_requests", s->ctl_requests);
 	put_u64(out, "ctl_errors", s->ctl_errors);
 	put_u64(out, "queue_recv_errors", qs->recv_errors);
@@ -81,10 +114,10 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	proto_put(out, "direction", "%s", conn_dir_name(c->dir));
 	put_endpoint(out, "local", &c->local);
 	put_endpoint(out, "remote", &c->remote);
-	/* Peer detection arrives with EDP; until then nobody is known. */
-	proto_put(out, "peer", "unknown");
+	proto_put(out, "peer", "%s", conn_peer_name(c->peer));
 	proto_put(out, "tcp_state", "%s", conn_tcp_state_name(c->tcp_state));
 	put_u64(out, "age", (loop_now() - c->created_mono) / 1000);
+	put_u64(out, "since", (loop_now() - c->state_since) / 1000);
 	(void)d;
 }
 
@@ -161,6 +194,14 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 	gmtime_r(&c->created, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	proto_put(out, "created", "%s", when);
+	if (c->edp && c->edp->keyed) {
+		/* Derived from the key; the key itself never leaves rackd. */
+		proto_put(out, "conn_id", "%016llx",
+			  (unsigned long long)c->edp->conn_id);
+		proto_put(out, "key_fingerprint", "%s", c->edp->fingerprint);
+	}
+	if (c->edp && c->state == CONN_CONNECTED)
+		put_u64(out, "setup_ms", c->edp->setup_ms);
 	put_end(out, "local", &c->lend);
 	if (c->rend.seen)
 		put_end(out, "remote", &c->rend);

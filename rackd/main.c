@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "inject.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
 #include "rackd.h"
 #include "rtnl.h"
+#include "setup.h"
 #include "track.h"
 
 struct options {
@@ -159,6 +161,7 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 	config_free(d->cfg);
 	d->cfg = cfg;
 	d->queue_mode = used;
+	inject_set_mark(d->inject, cfg->mark);
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
@@ -283,6 +286,13 @@ static void start(struct rackd *d)
 	}
 	loop_add(d->loop, queue_fd(d->queue), EPOLLIN, on_queue, d);
 
+	ret = inject_open(&d->inject, d->cfg->mark);
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "raw sockets: %s", strerror(-ret));
+	}
+	edp_announce_new(d->announcement);
+
 	ret = rtnl_open(&d->rtnl, &rh);
 	if (ret) {
 		ctl_close(d->ctl);
@@ -321,9 +331,13 @@ static void stop(struct rackd *d)
 	rtnl_close(d->rtnl);
 	queue_close(d->queue);
 	loop_timer_cancel(d->loop, &d->sweep_timer);
-	for (struct conn *c = d->conns.head; c; c = c->next)
+	for (struct conn *c = d->conns.head; c; c = c->next) {
+		/* Keys live only in memory, and are wiped before it is freed. */
+		setup_free(d, c);
 		loop_timer_cancel(d->loop, &c->expiry);
+	}
 	conn_table_free(&d->conns, NULL);
+	inject_close(d->inject);
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "option.h"
+
 #define IPV4_MIN_HDR 20
 #define IPV6_HDR 40
 #define TCP_MIN_HDR 20
@@ -164,9 +166,9 @@ static void option_store(struct packet *pkt, const uint8_t *o, size_t off)
 		}
 		break;
 	case TCP_OPT_EXP:
-		if (!opt->exp_len) {
-			opt->exp_off = (uint16_t)off;
-			opt->exp_len = len;
+		if (!opt->racks_len && get16(o + 2) == EDP_EXID) {
+			opt->racks_off = (uint16_t)off;
+			opt->racks_len = len;
 		}
 		break;
 	}

@@ -59,8 +59,10 @@ struct tcp_options {
 	uint8_t nsack;
 	uint32_t tsval, tsecr;
 	struct tcp_sack_block sack[TCP_MAX_SACK_BLOCKS];
-	uint16_t exp_off;	/* first kind-254 option (offset in packet) */
-	uint8_t exp_len;	/* 0 if none */
+	/* The first racks option: kind 254 with racks' ExID (RFC 6994);
+	 * other experimental options (TCP Fast Open's) are skipped. */
+	uint16_t racks_off;	/* offset in the packet */
+	uint8_t racks_len;	/* 0 if none */
 };
 
 struct packet {

@@ -16,7 +16,8 @@
 
 /* A queued packet is at most 0xffff bytes plus its attributes. */
 #define QUEUE_RECV_BUF (0xffff + 4096)
-#define QUEUE_VERDICT_BUF (64 * 1024)
+/* Twice the batch limit (libmnl's rule), which holds a 64 KiB packet. */
+#define QUEUE_VERDICT_BUF (2 * (0xffff + 4096))
 #define QUEUE_SOCK_RCVBUF (8 * 1024 * 1024)
 /* Bound one drain so timers and the control socket are not starved. */
 #define QUEUE_BURST 256
@@ -147,6 +148,24 @@ void queue_verdict(struct queue *q, uint32_t id, uint32_t verdict)
 	q->stats.verdicts++;
 	/* batch_next() is false once the batch is past its half-size
 	 * soft limit; the other half is headroom for this message. */
+	if (!mnl_nlmsg_batch_next(q->batch))
+		queue_flush(q);
+}
+
+void queue_verdict_replace(struct queue *q, uint32_t id, const uint8_t *data,
+			   size_t len)
+{
+	struct nlmsghdr *nlh;
+
+	/* A rewritten packet needs up to 64 KiB: make sure it fits. */
+	if (mnl_nlmsg_batch_size(q->batch) + len + 256 > QUEUE_VERDICT_BUF / 2)
+		queue_flush(q);
+	nlh = nfq_nlmsg_put(mnl_nlmsg_batch_current(q->batch),
+			    NFQNL_MSG_VERDICT, q->num);
+	nfq_nlmsg_verdict_put(nlh, (int)id, NF_ACCEPT);
+	nfq_nlmsg_verdict_put_pkt(nlh, data, (uint32_t)len);
+	q->stats.verdicts++;
+	q->stats.rewritten++;
 	if (!mnl_nlmsg_batch_next(q->batch))
 		queue_flush(q);
 }

@@ -27,6 +27,7 @@ struct queue_stats {
 	uint64_t received;
 	uint64_t verdicts;
 	uint64_t truncated;
+	uint64_t rewritten;
 	uint64_t recv_errors;
 	uint64_t send_errors;
 };
@@ -44,6 +45,9 @@ int queue_fd(const struct queue *q);
 void queue_process(struct queue *q);
 /* Queue a verdict (NF_ACCEPT, NF_DROP) for packet ID; sent in batches. */
 void queue_verdict(struct queue *q, uint32_t id, uint32_t verdict);
+/* Accept packet ID with its contents replaced by DATA (LEN bytes). */
+void queue_verdict_replace(struct queue *q, uint32_t id, const uint8_t *data,
+			   size_t len);
 const struct queue_stats *queue_stats(const struct queue *q);
 
 #endif

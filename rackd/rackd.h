@@ -7,11 +7,14 @@
 #define RACKS_RACKD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
+#include "announce.h"
 #include "config.h"
 #include "conn.h"
+#include "option.h"
 #include "packet.h"
 #include "ruleset.h"
 #include "timer.h"
@@ -21,6 +24,7 @@
 
 struct loop;
 struct queue;
+struct inject;
 struct rtnl;
 struct ctl;
 
@@ -41,6 +45,31 @@ struct rackd_stats {
 	uint64_t addr_events;
 	uint64_t ctl_requests;
 	uint64_t ctl_errors;
+	uint64_t csum_bad;		/* not rewritten: checksum was wrong */
+};
+
+/* Peer detection and set-up (EDP). */
+struct rackd_edp_stats {
+	uint64_t syn_offered;		/* racks option added to our SYN */
+	uint64_t syn_no_room;		/* no room in the SYN's options */
+	uint64_t syn_fallback;		/* retransmitted SYN sent plain */
+	uint64_t synack_offered;
+	uint64_t synack_no_room;
+	uint64_t setup_started;
+	uint64_t setup_ok;
+	uint64_t setup_failed;		/* timed out: released */
+	uint64_t released;		/* peers without racks */
+	uint64_t msgs_in;
+	uint64_t msgs_out;
+	uint64_t send_errors;
+	uint64_t rejected_by[EDP_ERR_MAX];	/* malformed options */
+	uint64_t unknown_conn;		/* message for no known connection */
+	uint64_t bad_mac;
+	uint64_t bad_key;		/* low-order or changed public key */
+	uint64_t duplicate;
+	uint64_t unexpected;		/* wrong type for the state */
+	uint64_t with_payload;		/* racks option on a data segment */
+	uint64_t probes_answered;
 };
 
 struct rackd {
@@ -61,7 +90,18 @@ struct rackd {
 	time_t started;
 	uint64_t started_mono;
 	struct rackd_stats stats;
+	struct rackd_edp_stats edp;
+	struct inject *inject;
+	uint8_t announcement[EDP_ANNOUNCE_LEN];
 };
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+static inline struct rackd *rackd_of_conn(struct conn *c)
+{
+	return container_of(c->table, struct rackd, conns);
+}
 
 /* Re-read the configuration file; keeps the old one if the new is bad. */
 int rackd_reload(struct rackd *d, char *err, size_t errlen);

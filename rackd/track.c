@@ -3,20 +3,20 @@
 
 #include <netinet/in.h> /* before linux/ headers: libc-compat */
 #include <linux/netfilter.h>
+#include <linux/netfilter/nfnetlink_queue.h>
 #include <stddef.h>
 #include <string.h>
 
+#include "answer.h"
+#include "csum.h"
 #include "log.h"
 #include "loop.h"
+#include "rewrite.h"
+#include "setup.h"
 #include "sockdiag.h"
 
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
-static struct rackd *conn_daemon(struct conn *c)
-{
-	return container_of(c->table, struct rackd, conns);
-}
+/* Rewritten packets are built here: rackd is single-threaded. */
+static uint8_t rewrite_buf[0xffff];
 
 static void log_conn(const char *what, const struct conn *c)
 {
@@ -32,6 +32,7 @@ static void log_conn(const char *what, const struct conn *c)
 
 void track_forget(struct rackd *d, struct conn *c)
 {
+	setup_free(d, c);
 	loop_timer_cancel(d->loop, &c->expiry);
 	conn_remove(&d->conns, c);
 }
@@ -39,9 +40,14 @@ void track_forget(struct rackd *d, struct conn *c)
 static void track_expire(struct timer *t, void *arg)
 {
 	struct conn *c = arg;
-	struct rackd *d = conn_daemon(c);
+	struct rackd *d = rackd_of_conn(c);
 
 	(void)t;
+	if (c->state == CONN_SETUP) {
+		d->edp.setup_failed++;
+		setup_release(d, c, "set-up timed out: released");
+		return;
+	}
 	log_conn("handshake timed out", c);
 	d->stats.conns_expired++;
 	track_forget(d, c);
@@ -59,7 +65,6 @@ static void conn_end_set(struct conn_end *e, const struct packet *p)
 	e->has_timestamp = p->opt.has_timestamp;
 }
 
-/* Local and remote endpoints of a packet seen at HOOK. */
 static void packet_endpoints(const struct packet *p, bool outbound,
 			     struct endpoint *local, struct endpoint *remote)
 {
@@ -70,69 +75,254 @@ static void packet_endpoints(const struct packet *p, bool outbound,
 	*remote = outbound ? dst : src;
 }
 
+static struct conn *lookup(struct rackd *d, const struct packet *p,
+			   bool outbound)
+{
+	struct endpoint local, remote;
+
+	packet_endpoints(p, outbound, &local, &remote);
+	return conn_lookup(&d->conns, &local, &remote);
+}
+
 /* The end that sends a connection's SYN. */
 static struct conn_end *syn_end(struct conn *c)
 {
 	return c->dir == CONN_OUTGOING ? &c->lend : &c->rend;
 }
 
-static void track_syn(struct rackd *d, const struct packet *p, bool outbound)
+/*
+ * The racks option of an incoming SYN or SYN-ACK: parsed, counted when
+ * malformed. Returns true when it is a valid option of TYPE.
+ */
+static bool racks_option(struct rackd *d, const struct packet *p,
+			 uint8_t type)
 {
-	enum conn_dir dir = outbound ? CONN_OUTGOING : CONN_INCOMING;
-	struct endpoint local, remote;
-	struct conn *c;
+	struct edp_msg m;
+	enum edp_error err;
 
-	d->stats.syn++;
-	packet_endpoints(p, outbound, &local, &remote);
-	c = conn_lookup(&d->conns, &local, &remote);
-	if (c && c->dir == dir && c->state == CONN_HANDSHAKE &&
-	    syn_end(c)->isn == p->seq) {
-		d->stats.syn_retransmit++;
-	} else if (c) {
-		/* The 4-tuple is reused by a new connection: start afresh. */
-		log_conn("replaced by a new handshake", c);
-		c->dir = dir;
-		c->state = CONN_HANDSHAKE;
-		memset(&c->lend, 0, sizeof(c->lend));
-		memset(&c->rend, 0, sizeof(c->rend));
-		c->created = time(NULL);
-		c->created_mono = loop_now();
-		d->stats.conns_total++;
-	} else {
-		if (d->conns.count >= d->cfg->max_connections) {
-			d->stats.conns_refused++;
-			return;
-		}
-		c = conn_insert(&d->conns, &local, &remote, dir);
-		timer_init(&c->expiry, track_expire, c);
-		c->created_mono = loop_now();
-		d->stats.conns_total++;
-		log_conn("handshake", c);
+	if (!p->opt.racks_len)
+		return false;
+	err = edp_option_parse(p->data + p->opt.racks_off, p->opt.racks_len,
+			       &m);
+	if (err) {
+		d->edp.rejected_by[err]++;
+		return false;
 	}
-	conn_end_set(outbound ? &c->lend : &c->rend, p);
-	loop_timer_arm(d->loop, &c->expiry, d->cfg->syn_timeout_ms);
+	if (m.type != type) {
+		d->edp.unexpected++;
+		return false;
+	}
+	return true;
 }
 
-static void track_synack(struct rackd *d, const struct packet *p,
-			 bool outbound)
+/* Can we rewrite this incoming packet without hiding a bad checksum? */
+static bool checksum_trusted(struct rackd *d, const struct queue_packet *qp,
+			     const struct packet *p)
+{
+	if (!(qp->skbinfo & NFQA_SKB_CSUM_NOTVERIFIED) ||
+	    (qp->skbinfo & NFQA_SKB_CSUMNOTREADY))
+		return true;
+	if (csum_tcp_valid(&p->src, &p->dst, p->data + p->tcp_off,
+			   p->tcp_len))
+		return true;
+	d->stats.csum_bad++;
+	return false;
+}
+
+/* Remove the racks option; the socket sees what the peer kernel sent. */
+static void verdict_stripped(struct rackd *d, struct queue *q,
+			     const struct queue_packet *qp,
+			     const struct packet *p)
+{
+	int len;
+
+	if (!checksum_trusted(d, qp, p)) {
+		queue_verdict(q, qp->id, NF_ACCEPT);
+		return;
+	}
+	len = rewrite_remove_option(p, p->opt.racks_off, p->opt.racks_len,
+				    rewrite_buf, sizeof(rewrite_buf));
+	if (len < 0)
+		queue_verdict(q, qp->id, NF_ACCEPT);
+	else
+		queue_verdict_replace(q, qp->id, rewrite_buf, (size_t)len);
+}
+
+/* Add a racks option of TYPE; false when the options have no room. */
+static bool verdict_offered(struct queue *q, const struct queue_packet *qp,
+			    const struct packet *p, uint8_t type)
+{
+	struct edp_msg m = { .version = EDP_VERSION, .type = type };
+	uint8_t opt[8];
+	size_t optlen = edp_option_build(&m, opt, sizeof(opt));
+	int len = rewrite_add_option(p, opt, optlen, rewrite_buf,
+				     sizeof(rewrite_buf));
+
+	if (len < 0)
+		return false;
+	queue_verdict_replace(q, qp->id, rewrite_buf, (size_t)len);
+	return true;
+}
+
+static struct conn *new_conn(struct rackd *d, const struct packet *p,
+			     bool outbound)
 {
 	struct endpoint local, remote;
 	struct conn *c;
 
-	d->stats.synack++;
+	if (d->conns.count >= d->cfg->max_connections) {
+		d->stats.conns_refused++;
+		return NULL;
+	}
 	packet_endpoints(p, outbound, &local, &remote);
-	c = conn_lookup(&d->conns, &local, &remote);
+	c = conn_insert(&d->conns, &local, &remote,
+			outbound ? CONN_OUTGOING : CONN_INCOMING);
+	timer_init(&c->expiry, track_expire, c);
+	c->created_mono = c->state_since = loop_now();
+	d->stats.conns_total++;
+	log_conn("handshake", c);
+	return c;
+}
+
+/* A SYN reusing the 4-tuple of a connection we remember starts afresh. */
+static void conn_restart(struct rackd *d, struct conn *c, enum conn_dir dir)
+{
+	log_conn("replaced by a new handshake", c);
+	setup_free(d, c);
+	c->dir = dir;
+	c->state = CONN_HANDSHAKE;
+	c->peer = PEER_UNKNOWN;
+	c->offered = false;
+	c->syns = 0;
+	memset(&c->lend, 0, sizeof(c->lend));
+	memset(&c->rend, 0, sizeof(c->rend));
+	c->created = time(NULL);
+	c->created_mono = c->state_since = loop_now();
+	d->stats.conns_total++;
+}
+
+static void track_syn(struct rackd *d, struct queue *q,
+		      const struct queue_packet *qp, const struct packet *p,
+		      bool outbound)
+{
+	enum conn_dir dir = outbound ? CONN_OUTGOING : CONN_INCOMING;
+	struct conn *c = lookup(d, p, outbound);
+
+	d->stats.syn++;
+	if (c && c->dir == dir && c->state == CONN_HANDSHAKE &&
+	    syn_end(c)->isn == p->seq)
+		d->stats.syn_retransmit++;
+	else if (c)
+		conn_restart(d, c, dir);
+	else if (!(c = new_conn(d, p, outbound)))
+		goto accept;
+	conn_end_set(outbound ? &c->lend : &c->rend, p);
+	loop_timer_arm(d->loop, &c->expiry, d->cfg->syn_timeout_ms);
+	c->syns++;
+
+	if (outbound) {
+		/* Only the first SYN offers racks: if a middlebox drops SYNs
+		 * with unknown options, the kernel's retransmission is plain
+		 * and the connection still opens. */
+		if (c->syns > 1) {
+			if (c->offered)
+				d->edp.syn_fallback++;
+			goto accept;
+		}
+		c->offered = verdict_offered(q, qp, p, EDP_SYN);
+		if (c->offered) {
+			d->edp.syn_offered++;
+			return;
+		}
+		d->edp.syn_no_room++;
+		goto accept;
+	}
+	c->offered = racks_option(d, p, EDP_SYN);
+	if (c->offered) {
+		verdict_stripped(d, q, qp, p);
+		return;
+	}
+accept:
+	queue_verdict(q, qp->id, NF_ACCEPT);
+}
+
+static void release_plain(struct rackd *d, struct conn *c)
+{
+	setup_release(d, c, "plain peer: released");
+}
+
+static void track_synack(struct rackd *d, struct queue *q,
+			 const struct queue_packet *qp, const struct packet *p,
+			 bool outbound)
+{
+	struct conn *c = lookup(d, p, outbound);
+
+	d->stats.synack++;
 	/* The SYN-ACK must travel against its SYN. */
 	if (!c || c->dir != (outbound ? CONN_INCOMING : CONN_OUTGOING)) {
 		d->stats.synack_unmatched++;
+		queue_verdict(q, qp->id, NF_ACCEPT);
 		return;
 	}
 	conn_end_set(outbound ? &c->lend : &c->rend, p);
-	if (c->state == CONN_HANDSHAKE) {
-		c->state = CONN_OPEN;
-		loop_timer_cancel(d->loop, &c->expiry);
-		log_conn("open", c);
+	if (c->state != CONN_HANDSHAKE) {
+		/* A retransmitted SYN-ACK: offer again if we did before. */
+		if (outbound && c->peer == PEER_RACKS &&
+		    verdict_offered(q, qp, p, EDP_SYNACK))
+			return;
+		if (!outbound && p->opt.racks_len) {
+			verdict_stripped(d, q, qp, p);
+			return;
+		}
+		queue_verdict(q, qp->id, NF_ACCEPT);
+		return;
 	}
+
+	if (outbound) {
+		/* We are the server: answer racks with racks. */
+		if (c->offered && verdict_offered(q, qp, p, EDP_SYNACK)) {
+			d->edp.synack_offered++;
+			setup_begin(d, c);
+			return;
+		}
+		if (c->offered)
+			d->edp.synack_no_room++;
+		release_plain(d, c);
+		queue_verdict(q, qp->id, NF_ACCEPT);
+		return;
+	}
+	/* We are the client: the server's answer decides. */
+	if (c->offered && racks_option(d, p, EDP_SYNACK)) {
+		verdict_stripped(d, q, qp, p);
+		setup_begin(d, c);
+		return;
+	}
+	release_plain(d, c);
+	if (p->opt.racks_len)
+		verdict_stripped(d, q, qp, p);
+	else
+		queue_verdict(q, qp->id, NF_ACCEPT);
+}
+
+/* A segment carrying racks' option that is not a SYN: a set-up message. */
+static void track_message(struct rackd *d, struct queue *q,
+			  const struct queue_packet *qp,
+			  const struct packet *p, bool outbound)
+{
+	struct edp_msg m;
+	enum edp_error err;
+
+	err = edp_option_parse(p->data + p->opt.racks_off, p->opt.racks_len,
+			       &m);
+	if (err) {
+		d->edp.rejected_by[err]++;
+		/* Malformed and not ours to consume: the kernel decides. */
+		queue_verdict(q, qp->id, NF_ACCEPT);
+		return;
+	}
+	queue_verdict(q, qp->id,
+		      setup_input(d, outbound ? NULL : lookup(d, p, false),
+				  p, &m));
 }
 
 void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
@@ -141,6 +331,7 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 	struct packet p;
 	enum packet_error err;
 	bool outbound = qp->hook == NF_INET_LOCAL_OUT;
+	uint8_t syn_ack = 0;
 
 	err = packet_parse(qp->data, qp->len, &p);
 	if (err) {
@@ -148,16 +339,23 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		d->stats.malformed_by[err]++;
 		log_debug("packet %u rejected: %s (%zu bytes)", qp->id,
 			  packet_error_name(err), qp->len);
-	} else if ((p.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN) {
-		track_syn(d, &p, outbound);
-	} else if ((p.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) ==
-		   (TCP_FLAG_SYN | TCP_FLAG_ACK)) {
-		track_synack(d, &p, outbound);
-	} else {
-		d->stats.unexpected++;
+		queue_verdict(q, qp->id, NF_ACCEPT);
+		return;
 	}
-	/* Observing only: every packet continues unmodified. */
-	queue_verdict(q, qp->id, NF_ACCEPT);
+	syn_ack = p.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST);
+	if (syn_ack == TCP_FLAG_SYN)
+		track_syn(d, q, qp, &p, outbound);
+	else if (syn_ack == (TCP_FLAG_SYN | TCP_FLAG_ACK))
+		track_synack(d, q, qp, &p, outbound);
+	else if (!(p.flags & TCP_FLAG_SYN) && p.opt.racks_len)
+		track_message(d, q, qp, &p, outbound);
+	else if (!outbound && (p.flags & TCP_FLAG_FIN))
+		queue_verdict(q, qp->id,
+			      answer_probe(d, lookup(d, &p, false), &p));
+	else {
+		d->stats.unexpected++;
+		queue_verdict(q, qp->id, NF_ACCEPT);
+	}
 }
 
 static void sweep_socket(void *arg, const struct sockdiag_entry *e)

@@ -46,6 +46,15 @@ def conns_between(rackd, remote_port=None, local_port=None):
     return out
 
 
+def data_packets_queued(status):
+    """Packets that reached rackd's queue and were neither a handshake
+    segment, a racks set-up message nor a probe's FIN: with the kernel
+    fast path intact this is always zero."""
+    return (status["packets_queued"] - status["syn"] - status["synack"]
+            - status["edp_msgs_in"] - status["packets_malformed"]
+            - status["packets_unexpected"])
+
+
 def endpoint(addr, port):
     """The "addr:port" / "[addr]:port" form rackctl prints."""
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"

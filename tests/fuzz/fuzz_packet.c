@@ -16,14 +16,14 @@ static void check_options(const struct packet *pkt)
 	size_t opt_end = pkt->tcp_off + pkt->hdr_len;
 
 	INVARIANT(o->nsack <= TCP_MAX_SACK_BLOCKS);
-	if (o->exp_len) {
-		INVARIANT(o->exp_len >= 4);
-		INVARIANT(o->exp_off >= opt_start);
-		INVARIANT((size_t)o->exp_off + o->exp_len <= opt_end);
-		INVARIANT(pkt->data[o->exp_off] == TCP_OPT_EXP);
-		INVARIANT(pkt->data[o->exp_off + 1] == o->exp_len);
+	if (o->racks_len) {
+		INVARIANT(o->racks_len >= 4);
+		INVARIANT(o->racks_off >= opt_start);
+		INVARIANT((size_t)o->racks_off + o->racks_len <= opt_end);
+		INVARIANT(pkt->data[o->racks_off] == TCP_OPT_EXP);
+		INVARIANT(pkt->data[o->racks_off + 1] == o->racks_len);
 	} else {
-		INVARIANT(o->exp_off == 0);
+		INVARIANT(o->racks_off == 0);
 	}
 	if (opt_end == opt_start) {
 		INVARIANT(!o->has_mss && !o->has_wscale && !o->has_timestamp);
@@ -63,7 +63,7 @@ static bool same_packet(const struct packet *a, const struct packet *b)
 	       x->has_timestamp == y->has_timestamp && x->tsval == y->tsval &&
 	       x->tsecr == y->tsecr && x->nsack == y->nsack &&
 	       memcmp(x->sack, y->sack, sizeof(x->sack)) == 0 &&
-	       x->exp_off == y->exp_off && x->exp_len == y->exp_len;
+	       x->racks_off == y->racks_off && x->racks_len == y->racks_len;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -529,6 +529,7 @@ TEST(dump_round_trip)
 			     "queue = 4207\nqueue_mode = auto\nqueue_maxlen = 4096\n"
 			     "mark = 0x7261636b\nports = 80, 8000-8080\n"
 			     "exclude = fd00::/8\nsyn_timeout = 1500ms\n"
+			     "setup_timeout = 5s\nanswer_probes = yes\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
 			     "log_level = info\n");
 	}

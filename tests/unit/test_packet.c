@@ -285,7 +285,7 @@ static void check_linux_syn_opts(const struct tcp_options *o, uint16_t mss,
 	CHECK(o->has_wscale);
 	CHECK_EQ_INT(o->wscale, wscale);
 	CHECK_EQ_INT(o->nsack, 0);
-	CHECK_EQ_INT(o->exp_len, 0);
+	CHECK_EQ_INT(o->racks_len, 0);
 }
 
 /* ---- accepted packets ---------------------------------------------- */
@@ -476,36 +476,44 @@ TEST(unknown_options_skipped)
 	CHECK(pkt.opt.has_wscale);
 	CHECK_EQ_INT(pkt.opt.wscale, 9);
 	CHECK(!pkt.opt.has_mss);
-	CHECK_EQ_INT(pkt.opt.exp_len, 0);
+	CHECK_EQ_INT(pkt.opt.racks_len, 0);
 }
 
-TEST(experimental_option_recorded)
+TEST(racks_option_recorded)
 {
 	struct opts o = { .n = 0 };
 	struct packet pkt;
 	struct pkt p;
 
 	opt_mss(&o, 1460);
-	OPT(&o, TCP_OPT_EXP, 6, 0x72, 0x6b, 0xaa, 0xbb);
-	OPT(&o, TCP_OPT_EXP, 4, 0x11, 0x11);	/* only the first counts */
+	/* TCP Fast Open's experimental option comes first and is skipped. */
+	OPT(&o, TCP_OPT_EXP, 4, 0xf9, 0x89);
+	OPT(&o, TCP_OPT_EXP, 6, 0x72, 0x61, 0x11, 0xbb);
+	OPT(&o, TCP_OPT_EXP, 6, 0x72, 0x61, 0x12, 0x00); /* only the first */
 	if (!CHECK_EQ_INT(parse_opts(&o, &pkt, &p), PACKET_OK))
 		return;
-	CHECK_EQ_INT(pkt.opt.exp_off, 20 + 20 + 4);
-	CHECK_EQ_INT(pkt.opt.exp_len, 6);
-	CHECK_EQ_INT(p.b[pkt.opt.exp_off], TCP_OPT_EXP);
-	CHECK_EQ_INT(p.b[pkt.opt.exp_off + 2], 0x72);
+	CHECK_EQ_INT(pkt.opt.racks_off, 20 + 20 + 4 + 4);
+	CHECK_EQ_INT(pkt.opt.racks_len, 6);
+	CHECK_EQ_INT(p.b[pkt.opt.racks_off], TCP_OPT_EXP);
+	CHECK_EQ_INT(p.b[pkt.opt.racks_off + 4], 0x11);
 	CHECK(pkt.opt.has_mss);
 
 	/* Same on IPv6 behind an extension header: offset is in the packet. */
 	struct spec s = spec_tcp(6, TCP_FLAG_SYN);
 
 	ext_add(&s, NH_HOPOPTS, 0, 0);
-	OPT(&s.opt, TCP_OPT_NOP, TCP_OPT_NOP, TCP_OPT_EXP, 4, 0xf9, 0x89);
+	OPT(&s.opt, TCP_OPT_NOP, TCP_OPT_NOP, TCP_OPT_EXP, 4, 0x72, 0x61);
 	build(&p, &s);
 	if (!CHECK_EQ_INT(packet_parse(p.b, p.len, &pkt), PACKET_OK))
 		return;
-	CHECK_EQ_INT(pkt.opt.exp_off, 40 + 8 + 20 + 2);
-	CHECK_EQ_INT(pkt.opt.exp_len, 4);
+	CHECK_EQ_INT(pkt.opt.racks_off, 40 + 8 + 20 + 2);
+	CHECK_EQ_INT(pkt.opt.racks_len, 4);
+
+	/* Another experimenter's option alone records nothing. */
+	o.n = 0;
+	OPT(&o, TCP_OPT_EXP, 4, 0xf9, 0x89);
+	if (CHECK_EQ_INT(parse_opts(&o, &pkt, &p), PACKET_OK))
+		CHECK_EQ_INT(pkt.opt.racks_len, 0);
 }
 
 /* ---- rejections, one reason at a time ------------------------------ */
@@ -757,7 +765,7 @@ static const struct unit_test tests[] = {
 	UNIT(payload_and_trailing_bytes),
 	UNIT(nop_and_eol),
 	UNIT(unknown_options_skipped),
-	UNIT(experimental_option_recorded),
+	UNIT(racks_option_recorded),
 	UNIT(err_short),
 	UNIT(err_version),
 	UNIT(err_ip_header),

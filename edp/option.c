@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "option.h"
+
+#include <string.h>
+
+#define TCP_OPT_NOP 1
+
+/* Body length of each message type; 0 marks an unknown type. */
+static size_t body_len(uint8_t type)
+{
+	switch (type) {
+	case EDP_SYN:
+	case EDP_SYNACK:
+		return 1;
+	case EDP_KEY:
+		return EDP_KEY_LEN;
+	case EDP_CONFIRM:
+	case EDP_DONE:
+		return EDP_MAC_LEN;
+	default:
+		return 0;
+	}
+}
+
+size_t edp_option_size(uint8_t type)
+{
+	size_t len = EDP_OPT_HDR_LEN + body_len(type);
+
+	return (len + 3) & ~(size_t)3;
+}
+
+enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
+				struct edp_msg *m)
+{
+	size_t want;
+
+	memset(m, 0, sizeof(*m));
+	if (len < 4 || opt[0] != EDP_OPT_KIND ||
+	    (opt[2] << 8 | opt[3]) != EDP_EXID)
+		return EDP_ERR_NOT_RACKS;
+	if (opt[1] != len || len < EDP_OPT_HDR_LEN)
+		return EDP_ERR_LENGTH;
+	m->version = opt[4] >> 4;
+	m->type = opt[4] & 0x0f;
+	if (m->version != EDP_VERSION)
+		return EDP_ERR_VERSION;
+	want = body_len(m->type);
+	if (want == 0)
+		return EDP_ERR_TYPE;
+	/* Exact length: a longer option is not a future extension of this
+	 * version (that would bump the version), it is malformed. */
+	if (len != EDP_OPT_HDR_LEN + want)
+		return EDP_ERR_LENGTH;
+	const uint8_t *body = opt + EDP_OPT_HDR_LEN;
+
+	switch (m->type) {
+	case EDP_SYN:
+	case EDP_SYNACK:
+		m->flags = body[0];
+		break;
+	case EDP_KEY:
+		memcpy(m->key, body, EDP_KEY_LEN);
+		break;
+	default:
+		memcpy(m->mac, body, EDP_MAC_LEN);
+		break;
+	}
+	return EDP_OK;
+}
+
+size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room)
+{
+	size_t blen = body_len(m->type);
+	size_t len = EDP_OPT_HDR_LEN + blen;
+	size_t padded = edp_option_size(m->type);
+
+	if (blen == 0 || padded > room)
+		return 0;
+	out[0] = EDP_OPT_KIND;
+	out[1] = (uint8_t)len;
+	out[2] = EDP_EXID >> 8;
+	out[3] = EDP_EXID & 0xff;
+	out[4] = (uint8_t)(EDP_VERSION << 4 | m->type);
+	switch (m->type) {
+	case EDP_SYN:
+	case EDP_SYNACK:
+		out[5] = m->flags;
+		break;
+	case EDP_KEY:
+		memcpy(out + 5, m->key, EDP_KEY_LEN);
+		break;
+	default:
+		memcpy(out + 5, m->mac, EDP_MAC_LEN);
+		break;
+	}
+	/* Leading NOPs would be prettier; trailing ones keep the option at
+	 * a fixed offset from where the caller puts it. */
+	memset(out + len, TCP_OPT_NOP, padded - len);
+	return padded;
+}
+
+const char *edp_type_name(uint8_t type)
+{
+	static const char *const names[EDP_TYPE_MAX] = {
+		[EDP_SYN] = "syn", [EDP_SYNACK] = "synack", [EDP_KEY] = "key",
+		[EDP_CONFIRM] = "confirm", [EDP_DONE] = "done",
+	};
+
+	return type < EDP_TYPE_MAX && names[type] ? names[type] : "unknown";
+}
+
+const char *edp_error_name(enum edp_error err)
+{
+	static const char *const names[EDP_ERR_MAX] = {
+		[EDP_OK] = "ok", [EDP_ERR_NOT_RACKS] = "not_racks",
+		[EDP_ERR_LENGTH] = "length", [EDP_ERR_VERSION] = "version",
+		[EDP_ERR_TYPE] = "type",
+	};
+
+	return (unsigned)err < EDP_ERR_MAX ? names[err] : "unknown";
+}

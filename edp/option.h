@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The racks TCP option: an RFC 6994 experimental option (kind 254) with
+ * racks' ExID, on the SYN and SYN-ACK (peer detection) and on the
+ * zero-length set-up segments the two rackds exchange afterwards.
+ *
+ *   254 | length | ExID 0x7261 (2) | version << 4 | type | body
+ *
+ *   type        body                      option length
+ *   1 SYN       flags (1)                 6
+ *   2 SYNACK    flags (1)                 6
+ *   3 KEY       X25519 public key (32)    37
+ *   4 CONFIRM   MAC (16)                  21
+ *   5 DONE      MAC (16)                  21
+ *
+ * ExID 0x7261 ("ra") is not TCP Fast Open's 0xF989, which Linux would
+ * read as a TFO cookie. Every option is padded with NOPs to a multiple
+ * of four bytes.
+ */
+#ifndef RACKS_EDP_OPTION_H
+#define RACKS_EDP_OPTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EDP_OPT_KIND 254
+#define EDP_EXID 0x7261
+#define EDP_VERSION 1
+#define EDP_KEY_LEN 32
+#define EDP_MAC_LEN 16
+#define EDP_OPT_HDR_LEN 5	/* kind, length, ExID, version/type */
+#define EDP_OPT_MAX_LEN (EDP_OPT_HDR_LEN + EDP_KEY_LEN)
+
+enum edp_type {
+	EDP_SYN = 1,
+	EDP_SYNACK = 2,
+	EDP_KEY = 3,
+	EDP_CONFIRM = 4,
+	EDP_DONE = 5,
+	EDP_TYPE_MAX
+};
+
+/* Why an option with racks' ExID was rejected. */
+enum edp_error {
+	EDP_OK = 0,
+	EDP_ERR_NOT_RACKS,	/* kind or ExID of someone else: not an error */
+	EDP_ERR_LENGTH,		/* shorter than its header or its type needs */
+	EDP_ERR_VERSION,
+	EDP_ERR_TYPE,
+	EDP_ERR_MAX
+};
+
+struct edp_msg {
+	uint8_t version;
+	uint8_t type;
+	uint8_t flags;
+	uint8_t key[EDP_KEY_LEN];
+	uint8_t mac[EDP_MAC_LEN];
+};
+
+/* Parse the option of LEN bytes at OPT (kind and length included). */
+enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
+				struct edp_msg *m);
+/* Write M as an option padded with NOPs into OUT (ROOM bytes); returns
+ * the bytes written, or 0 if it does not fit. */
+size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room);
+/* Padded length of M's option. */
+size_t edp_option_size(uint8_t type);
+const char *edp_type_name(uint8_t type);
+const char *edp_error_name(enum edp_error err);
+
+#endif

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Answering classic EDP probes on the ports rackd manages. A probe is a
+ * client that connects and shuts down its write side without sending a
+ * byte, with its packets marked DSCP LE (EDP_PROBE_TOS): only its FIN is
+ * diverted. rackd then consumes that FIN, sends the host's announcement
+ * and a FIN in the server's name, and resets the server socket, so the
+ * application sees a client that went away. Any other client, including
+ * an ordinary one that half-closes first, is never diverted.
+ */
+#ifndef RACKS_ANSWER_H
+#define RACKS_ANSWER_H
+
+#include <stdint.h>
+
+#include "conn.h"
+#include "packet.h"
+
+struct rackd;
+
+/* The FIN P of connection C (NULL if unknown); returns the verdict. */
+uint32_t answer_probe(struct rackd *d, struct conn *c, const struct packet *p);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Sending TCP segments rackd makes itself (set-up messages, probe
+ * answers) through raw sockets. Every one carries rackd's mark, so its
+ * own ruleset never diverts them back (NOTES.md, section 3).
+ */
+#ifndef RACKS_INJECT_H
+#define RACKS_INJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+struct inject;
+
+struct inject_segment {
+	const struct endpoint *src, *dst;
+	uint32_t seq, ack;
+	uint8_t flags;		/* TCP_FLAG_* */
+	uint16_t window;
+	uint8_t tos;		/* IPv4 TOS / IPv6 traffic class */
+	const uint8_t *options;	/* a multiple of four bytes */
+	size_t optlen;
+	const uint8_t *payload;
+	size_t paylen;
+};
+
+int inject_open(struct inject **out, uint32_t mark);
+void inject_close(struct inject *inj);
+void inject_set_mark(struct inject *inj, uint32_t mark);
+/* Build the segment (IP header, TCP header, checksums) and send it. */
+int inject_send(struct inject *inj, const struct inject_segment *seg);
+/* Build only (exposed for tests): returns the length or -errno. */
+int inject_build(const struct inject_segment *seg, uint8_t *out,
+		 size_t outsize);
+
+#endif

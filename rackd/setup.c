@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "setup.h"
+
+#include <netinet/in.h> /* before linux/ headers: libc-compat */
+#include <linux/netfilter.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+#include "log.h"
+#include "loop.h"
+#include "rackd.h"
+
+/* The window our messages advertise: the peer kernel only ever sees one
+ * if the peer rackd is gone, and then a large window cannot stall it. */
+#define SETUP_WINDOW 65535
+
+static bool is_client(const struct conn *c)
+{
+	return c->dir == CONN_OUTGOING;
+}
+
+static void log_setup(const struct conn *c, const char *what)
+{
+	char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+
+	log_debug("conn %llu %s: %s %s %s", (unsigned long long)c->id, what,
+		  endpoint_format(&c->local, l, sizeof(l)),
+		  c->dir == CONN_OUTGOING ? "->" : "<-",
+		  endpoint_format(&c->remote, r, sizeof(r)));
+}
+
+static void set_state(struct conn *c, enum conn_state state)
+{
+	c->state = state;
+	c->state_since = loop_now();
+}
+
+/* Send one set-up message as a zero-length segment of connection C. */
+static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
+{
+	struct conn_edp *e = c->edp;
+	struct edp_msg m = { .version = EDP_VERSION, .type = type };
+	uint8_t opt[EDP_OPT_MAX_LEN + 3];
+	enum edp_role role = 0;
+	size_t optlen;
+	int ret;
+
+	switch (type) {
+	case EDP_KEY:
+		memcpy(m.key, e->kp.pk, EDP_KEY_LEN);
+		break;
+	case EDP_CONFIRM:
+		role = is_client(c) ? EDP_ROLE_CLIENT_CONFIRM
+				    : EDP_ROLE_SERVER_CONFIRM;
+		break;
+	case EDP_DONE:
+		role = EDP_ROLE_SERVER_DONE;
+		break;
+	}
+	if (role)
+		edp_mac(e->key, role, &e->t, m.mac);
+	optlen = edp_option_build(&m, opt, sizeof(opt));
+
+	/* Sequence numbers inside the connection's first window: plausible
+	 * to middleboxes, and never data, so nothing is consumed. */
+	struct inject_segment seg = {
+		.src = &c->local, .dst = &c->remote,
+		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
+		.flags = TCP_FLAG_ACK, .window = SETUP_WINDOW,
+		.options = opt, .optlen = optlen,
+	};
+
+	ret = inject_send(d->inject, &seg);
+	sodium_memzero(&m, sizeof(m));
+	if (ret) {
+		d->edp.send_errors++;
+		log_debug("conn %llu: sending %s: %s",
+			  (unsigned long long)c->id, edp_type_name(type),
+			  strerror(-ret));
+		return;
+	}
+	e->sent++;
+	d->edp.msgs_out++;
+}
+
+static void setup_retry(struct timer *t, void *arg)
+{
+	struct conn *c = arg;
+	struct rackd *d = rackd_of_conn(c);
+	struct conn_edp *e = c->edp;
+
+	(void)t;
+	if (c->state != CONN_SETUP)
+		return;
+	setup_send(d, c, e->phase == SETUP_WAIT_DONE ? EDP_CONFIRM : EDP_KEY);
+	e->retry_ms *= 2;
+	loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+}
+
+void setup_begin(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = xcalloc(1, sizeof(*e));
+
+	c->edp = e;
+	c->peer = PEER_RACKS;
+	set_state(c, CONN_SETUP);
+	e->started = loop_now();
+	e->phase = SETUP_WAIT_KEY;
+	edp_keypair_new(&e->kp);
+	e->t.isn_client = is_client(c) ? c->lend.isn : c->rend.isn;
+	e->t.isn_server = is_client(c) ? c->rend.isn : c->lend.isn;
+	memcpy(is_client(c) ? e->t.pk_client : e->t.pk_server, e->kp.pk,
+	       EDP_KEY_LEN);
+	timer_init(&e->retry, setup_retry, c);
+	d->edp.setup_started++;
+	/* The deadline shares the handshake timer: one per connection. */
+	loop_timer_arm(d->loop, &c->expiry, d->cfg->setup_timeout_ms);
+	log_setup(c, "racks peer: set-up");
+	if (is_client(c)) {
+		setup_send(d, c, EDP_KEY);
+		e->retry_ms = SETUP_RETRY_MS;
+		loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+	}
+}
+
+static void setup_connected(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+
+	e->phase = SETUP_COMPLETE;
+	e->setup_ms = loop_now() - e->started;
+	set_state(c, CONN_CONNECTED);
+	loop_timer_cancel(d->loop, &c->expiry);
+	loop_timer_cancel(d->loop, &e->retry);
+	/* The key pair did its job; only K is needed from now on. */
+	edp_keypair_wipe(&e->kp);
+	d->edp.setup_ok++;
+	log_setup(c, "connected");
+}
+
+/* Store the peer's public key and derive K; false if it is refused. */
+static bool setup_take_key(struct rackd *d, struct conn *c, const uint8_t *pk)
+{
+	struct conn_edp *e = c->edp;
+	uint8_t *slot = is_client(c) ? e->t.pk_server : e->t.pk_client;
+
+	if (e->have_peer_key) {
+		/* The same key again is a retransmission; another one is a
+		 * forgery or a replay from some other connection. */
+		if (sodium_memcmp(slot, pk, EDP_KEY_LEN) == 0) {
+			d->edp.duplicate++;
+			return true;
+		}
+		d->edp.bad_key++;
+		return false;
+	}
+	memcpy(slot, pk, EDP_KEY_LEN);
+	if (edp_derive(&e->kp, pk, &e->t, e->key)) {
+		sodium_memzero(slot, EDP_KEY_LEN);
+		d->edp.bad_key++;
+		return false;
+	}
+	e->have_peer_key = true;
+	e->keyed = true;
+	e->conn_id = edp_conn_id(e->key);
+	edp_fingerprint(e->key, e->fingerprint);
+	return true;
+}
+
+static bool mac_ok(struct rackd *d, struct conn *c, enum edp_role role,
+		   const struct edp_msg *m)
+{
+	if (!c->edp->keyed) {
+		d->edp.unexpected++;
+		return false;
+	}
+	if (edp_mac_verify(c->edp->key, role, &c->edp->t, m->mac)) {
+		d->edp.bad_mac++;
+		return false;
+	}
+	return true;
+}
+
+static void server_input(struct rackd *d, struct conn *c,
+			 const struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+
+	switch (m->type) {
+	case EDP_KEY:
+		if (c->state != CONN_SETUP || !setup_take_key(d, c, m->key))
+			return;
+		/* Answer every copy: our answer may be what got lost. */
+		setup_send(d, c, EDP_KEY);
+		setup_send(d, c, EDP_CONFIRM);
+		e->phase = SETUP_WAIT_CONFIRM;
+		return;
+	case EDP_CONFIRM:
+		if (!mac_ok(d, c, EDP_ROLE_CLIENT_CONFIRM, m))
+			return;
+		if (c->state == CONN_SETUP)
+			setup_connected(d, c);
+		else
+			d->edp.duplicate++;
+		setup_send(d, c, EDP_DONE);
+		return;
+	default:
+		d->edp.unexpected++;
+	}
+}
+
+static void client_input(struct rackd *d, struct conn *c,
+			 const struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+
+	if (c->state != CONN_SETUP) {
+		d->edp.duplicate++;
+		return;
+	}
+	switch (m->type) {
+	case EDP_KEY:
+		setup_take_key(d, c, m->key);
+		return;
+	case EDP_CONFIRM:
+		if (!mac_ok(d, c, EDP_ROLE_SERVER_CONFIRM, m))
+			return;
+		if (e->phase == SETUP_WAIT_DONE) {
+			d->edp.duplicate++;
+			return;
+		}
+		e->phase = SETUP_WAIT_DONE;
+		setup_send(d, c, EDP_CONFIRM);
+		e->retry_ms = SETUP_RETRY_MS;
+		loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+		return;
+	case EDP_DONE:
+		if (e->phase == SETUP_WAIT_DONE &&
+		    mac_ok(d, c, EDP_ROLE_SERVER_DONE, m))
+			setup_connected(d, c);
+		else if (e->phase != SETUP_WAIT_DONE)
+			d->edp.unexpected++;
+		return;
+	default:
+		d->edp.unexpected++;
+	}
+}
+
+uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
+		     const struct edp_msg *m)
+{
+	d->edp.msgs_in++;
+	/* Set-up messages never carry data; one that does is not ours to
+	 * consume: the kernel decides about it as about any segment. */
+	if (p->payload_len) {
+		d->edp.with_payload++;
+		return NF_ACCEPT;
+	}
+	if (!c) {
+		d->edp.unknown_conn++;
+		return NF_DROP;
+	}
+	if (!c->edp || m->type == EDP_SYN || m->type == EDP_SYNACK) {
+		d->edp.unexpected++;
+		return NF_DROP;
+	}
+	c->edp->received++;
+	if (is_client(c))
+		client_input(d, c, m);
+	else
+		server_input(d, c, m);
+	return NF_DROP;
+}
+
+void setup_free(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+
+	if (!e)
+		return;
+	loop_timer_cancel(d->loop, &e->retry);
+	sodium_memzero(e, sizeof(*e));
+	free(e);
+	c->edp = NULL;
+}
+
+void setup_release(struct rackd *d, struct conn *c, const char *why)
+{
+	log_setup(c, why);
+	setup_free(d, c);
+	loop_timer_cancel(d->loop, &c->expiry);
+	c->peer = PEER_NONE;
+	set_state(c, CONN_RELEASED);
+	d->edp.released++;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Authenticated connection set-up between two rackds, after a handshake
+ * in which both ends offered racks' option:
+ *
+ *   client                                  server
+ *   KEY(pk_c)            ------------->
+ *                        <-------------     KEY(pk_s), CONFIRM(mac_s)
+ *   CONFIRM(mac_c)       ------------->     -> connected
+ *   connected <-         <-------------     DONE(mac_d)
+ *
+ * Every message is a zero-length segment of the connection carrying only
+ * racks' option; the peer rackd consumes it, so neither socket ever sees
+ * it and the connection's sequence space is untouched. The client
+ * retransmits until it hears back (doubling from SETUP_RETRY_MS); either
+ * end releases the connection when set-up has not completed within
+ * setup_timeout, and the application never notices.
+ */
+#ifndef RACKS_SETUP_H
+#define RACKS_SETUP_H
+
+#include <stdint.h>
+
+#include "conn.h"
+#include "keys.h"
+#include "option.h"
+#include "packet.h"
+#include "timer.h"
+
+#define SETUP_RETRY_MS 250
+
+enum setup_phase {
+	SETUP_WAIT_KEY,		/* client: KEY sent; server: waiting for it */
+	SETUP_WAIT_CONFIRM,	/* server: keyed, waiting for CONFIRM */
+	SETUP_WAIT_DONE,	/* client: CONFIRM sent */
+	SETUP_COMPLETE,
+};
+
+struct conn_edp {
+	struct edp_keypair kp;
+	struct edp_transcript t;
+	uint8_t key[EDP_SECRET_LEN];
+	bool have_peer_key;
+	bool keyed;
+	enum setup_phase phase;
+	uint64_t conn_id;
+	char fingerprint[EDP_FINGERPRINT_STRLEN];
+	struct timer retry;
+	uint32_t retry_ms;
+	uint32_t sent, received;
+	uint64_t setup_ms;	/* time set-up took */
+	uint64_t started;	/* monotonic ms */
+};
+
+struct rackd;
+
+/* Both ends offered racks: start set-up (the client sends KEY). */
+void setup_begin(struct rackd *d, struct conn *c);
+/* A set-up message for C (NULL when no connection matches). Returns the
+ * verdict for the segment that carried it. */
+uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
+		     const struct edp_msg *m);
+/* Give up on racks for C: state released, peer none, keys wiped. */
+void setup_release(struct rackd *d, struct conn *c, const char *why);
+/* Wipe and free C's key state (the connection is going away). */
+void setup_free(struct rackd *d, struct conn *c);
+
+#endif
