@@ -92,9 +92,11 @@ static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 		 * FIN needs a decision. */
 		if (cfg->answer_probes) {
 			fprintf(f, "\t\tip dscp 0x%02x tcp flags & (fin | syn | "
-				   "rst) == fin jump probe_in\n", EDP_PROBE_DSCP);
+				   "rst) == fin meta %s != loopback jump "
+				   "probe_in\n", EDP_PROBE_DSCP, iftype);
 			fprintf(f, "\t\tip6 dscp 0x%02x tcp flags & (fin | syn | "
-				   "rst) == fin jump probe_in\n", EDP_PROBE_DSCP);
+				   "rst) == fin meta %s != loopback jump "
+				   "probe_in\n", EDP_PROBE_DSCP, iftype);
 		}
 	}
 	fprintf(f, "\t}\n");

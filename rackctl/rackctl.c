@@ -422,7 +422,7 @@ static void usage(FILE *f)
 		   "  -h, --help         this text\n"
 		   "  -V, --version      print the version\n\ncommands:\n");
 	for (size_t i = 0; i < NSUBCOMMANDS; i++)
-		fprintf(f, "  %-6s %-4s %s\n", subcommands[i].name,
+		fprintf(f, "  %-6s %-9s %s\n", subcommands[i].name,
 			subcommands[i].args, subcommands[i].help);
 }
 

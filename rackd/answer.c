@@ -47,20 +47,13 @@ uint32_t answer_probe(struct rackd *d, struct conn *c, const struct packet *p)
 		return NF_ACCEPT;
 
 	/* Twice: a lost copy would turn an enhanced host into an ordinary
-	 * one for the prober, a duplicate costs nothing. */
+	 * one for the prober, a duplicate costs nothing. Both leave before
+	 * the FIN reaches the application, so nothing it answers can come
+	 * first. */
 	send_announcement(d, c, p);
 	send_announcement(d, c, p);
-
-	/* The server socket never saw the FIN: end it with an exact RST. */
-	struct inject_segment rst = {
-		.src = &c->remote, .dst = &c->local,
-		.seq = p->seq, .flags = TCP_FLAG_RST,
-	};
-
-	if (inject_send(d->inject, &rst))
-		d->edp.send_errors++;
 	d->edp.probes_answered++;
 	log_debug("conn %llu: answered an EDP probe",
 		  (unsigned long long)c->id);
-	return NF_DROP;
+	return NF_ACCEPT;
 }

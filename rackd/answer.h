@@ -3,10 +3,13 @@
  * Answering classic EDP probes on the ports rackd manages. A probe is a
  * client that connects and shuts down its write side without sending a
  * byte, with its packets marked DSCP LE (EDP_PROBE_TOS): only its FIN is
- * diverted. rackd then consumes that FIN, sends the host's announcement
- * and a FIN in the server's name, and resets the server socket, so the
- * application sees a client that went away. Any other client, including
- * an ordinary one that half-closes first, is never diverted.
+ * diverted. rackd sends the host's announcement and a FIN in the server's
+ * name, then lets the probe's FIN through: the application sees exactly
+ * what the probe did, a client that half-closed without sending anything.
+ * Whatever it sends afterwards overlaps the announcement the client
+ * already has and is ignored there; the kernel retires that socket as
+ * any socket whose peer is gone. Any other client, including an ordinary
+ * one that half-closes first, is never diverted.
  */
 #ifndef RACKS_ANSWER_H
 #define RACKS_ANSWER_H

@@ -50,6 +50,8 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_duplicate", e->duplicate);
 	put_u64(out, "edp_unexpected", e->unexpected);
 	put_u64(out, "edp_with_payload", e->with_payload);
+	put_u64(out, "edp_bad_seq", e->bad_seq);
+	put_u64(out, "edp_probe_fins", e->probe_fins);
 	put_u64(out, "edp_probes_answered", e->probes_answered);
 }
 

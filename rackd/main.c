@@ -362,7 +362,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (geteuid() != 0)
-		fatalx(1, "must run as root (needs CAP_NET_ADMIN)");
+		fatalx(1, "must run as root (needs CAP_NET_ADMIN and CAP_NET_RAW)");
 	if (sodium_init() < 0)
 		fatalx(1, "libsodium initialisation failed");
 	d.config_path = o.config_path;

@@ -69,7 +69,9 @@ struct rackd_edp_stats {
 	uint64_t duplicate;
 	uint64_t unexpected;		/* wrong type for the state */
 	uint64_t with_payload;		/* racks option on a data segment */
+	uint64_t probe_fins;		/* DSCP-LE FINs diverted */
 	uint64_t probes_answered;
+	uint64_t bad_seq;		/* message outside the connection's ISNs */
 };
 
 struct rackd {

@@ -183,14 +183,54 @@ static bool mac_ok(struct rackd *d, struct conn *c, enum edp_role role,
 	return true;
 }
 
+/*
+ * A message for a connection whose set-up is over: a retransmission (or
+ * a replay) is counted as a duplicate, anything that does not match what
+ * was agreed as a forgery. Nothing changes either way.
+ */
+static void after_setup(struct rackd *d, struct conn *c,
+			const struct edp_msg *m)
+{
+	const struct conn_edp *e = c->edp;
+	const uint8_t *peer = is_client(c) ? e->t.pk_server : e->t.pk_client;
+	enum edp_role role;
+
+	switch (m->type) {
+	case EDP_KEY:
+		if (sodium_memcmp(peer, m->key, EDP_KEY_LEN) == 0)
+			d->edp.duplicate++;
+		else
+			d->edp.bad_key++;
+		return;
+	case EDP_CONFIRM:
+		role = is_client(c) ? EDP_ROLE_SERVER_CONFIRM
+				    : EDP_ROLE_CLIENT_CONFIRM;
+		break;
+	default:
+		role = EDP_ROLE_SERVER_DONE;
+		break;
+	}
+	if (mac_ok(d, c, role, m))
+		d->edp.duplicate++;
+}
+
 static void server_input(struct rackd *d, struct conn *c,
 			 const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
 
+	if (c->state != CONN_SETUP) {
+		after_setup(d, c, m);
+		/* The client retransmits CONFIRM until it hears DONE. */
+		if (m->type == EDP_CONFIRM && c->state == CONN_CONNECTED &&
+		    e->keyed && !edp_mac_verify(e->key, EDP_ROLE_CLIENT_CONFIRM,
+						&e->t, m->mac))
+			setup_send(d, c, EDP_DONE);
+		return;
+	}
 	switch (m->type) {
 	case EDP_KEY:
-		if (c->state != CONN_SETUP || !setup_take_key(d, c, m->key))
+		if (!setup_take_key(d, c, m->key))
 			return;
 		/* Answer every copy: our answer may be what got lost. */
 		setup_send(d, c, EDP_KEY);
@@ -200,10 +240,7 @@ static void server_input(struct rackd *d, struct conn *c,
 	case EDP_CONFIRM:
 		if (!mac_ok(d, c, EDP_ROLE_CLIENT_CONFIRM, m))
 			return;
-		if (c->state == CONN_SETUP)
-			setup_connected(d, c);
-		else
-			d->edp.duplicate++;
+		setup_connected(d, c);
 		setup_send(d, c, EDP_DONE);
 		return;
 	default:
@@ -217,7 +254,7 @@ static void client_input(struct rackd *d, struct conn *c,
 	struct conn_edp *e = c->edp;
 
 	if (c->state != CONN_SETUP) {
-		d->edp.duplicate++;
+		after_setup(d, c, m);
 		return;
 	}
 	switch (m->type) {
@@ -262,7 +299,14 @@ uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
 		d->edp.unknown_conn++;
 		return NF_DROP;
 	}
+	/* Our messages carry exactly the first sequence numbers of the
+	 * connection: a forger off the path must know both ISNs. */
+	if (p->seq != c->rend.isn + 1 || p->ack != c->lend.isn + 1) {
+		d->edp.bad_seq++;
+		return NF_DROP;
+	}
 	if (!c->edp || m->type == EDP_SYN || m->type == EDP_SYNACK) {
+		/* A released connection, or a handshake option out of place. */
 		d->edp.unexpected++;
 		return NF_DROP;
 	}

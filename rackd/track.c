@@ -136,10 +136,8 @@ static void verdict_stripped(struct rackd *d, struct queue *q,
 {
 	int len;
 
-	if (!checksum_trusted(d, qp, p)) {
-		queue_verdict(q, qp->id, NF_ACCEPT);
-		return;
-	}
+	(void)d;
+	/* track_packet() checked the checksum of every incoming segment. */
 	len = rewrite_remove_option(p, p->opt.racks_off, p->opt.racks_len,
 				    rewrite_buf, sizeof(rewrite_buf));
 	if (len < 0)
@@ -209,10 +207,20 @@ static void track_syn(struct rackd *d, struct queue *q,
 	struct conn *c = lookup(d, p, outbound);
 
 	d->stats.syn++;
-	if (c && c->dir == dir && c->state == CONN_HANDSHAKE &&
-	    syn_end(c)->isn == p->seq)
+	if (c && c->dir == dir && syn_end(c)->isn == p->seq) {
+		/* A retransmission, also of a SYN whose SYN-ACK is already
+		 * on its way: the state it reached stands. */
 		d->stats.syn_retransmit++;
-	else if (c)
+		if (c->state != CONN_HANDSHAKE) {
+			if (!outbound && p->opt.racks_len)
+				verdict_stripped(d, q, qp, p);
+			else
+				queue_verdict(q, qp->id, NF_ACCEPT);
+			if (outbound && c->offered)
+				d->edp.syn_fallback++;
+			return;
+		}
+	} else if (c)
 		conn_restart(d, c, dir);
 	else if (!(c = new_conn(d, p, outbound)))
 		goto accept;
@@ -342,6 +350,12 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		queue_verdict(q, qp->id, NF_ACCEPT);
 		return;
 	}
+	/* A segment the kernel will drop for its checksum must not change
+	 * what we believe about a connection either. */
+	if (!outbound && !checksum_trusted(d, qp, &p)) {
+		queue_verdict(q, qp->id, NF_ACCEPT);
+		return;
+	}
 	syn_ack = p.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST);
 	if (syn_ack == TCP_FLAG_SYN)
 		track_syn(d, q, qp, &p, outbound);
@@ -349,9 +363,11 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		track_synack(d, q, qp, &p, outbound);
 	else if (!(p.flags & TCP_FLAG_SYN) && p.opt.racks_len)
 		track_message(d, q, qp, &p, outbound);
-	else if (!outbound && (p.flags & TCP_FLAG_FIN))
+	else if (!outbound && (p.flags & TCP_FLAG_FIN)) {
+		d->edp.probe_fins++;
 		queue_verdict(q, qp->id,
 			      answer_probe(d, lookup(d, &p, false), &p));
+	}
 	else {
 		d->stats.unexpected++;
 		queue_verdict(q, qp->id, NF_ACCEPT);

@@ -16,6 +16,19 @@ SIZE = 100 * MB
 PORT = 5001
 
 
+# A server that accepts and reads until EOF, as many do.
+LISTENER = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(); print("READY", flush=True)
+while True:
+    c, _ = s.accept()
+    while c.recv(4096):
+        pass
+    c.close()
+"""
+
+
 def say(text=""):
     print(text, flush=True)
 
@@ -48,8 +61,16 @@ def main():
         say("\n  rackctl list on B:")
         show(rb, "list")
         conn = ra.connections()[0]
-        say(f"\n  rackctl show {conn['id']} on A (the handshake rackd saw):")
+        say(f"\n  rackctl show {conn['id']} on A:")
         show(ra, "show", conn["id"])
+        sa = ra.ctl_json("show", conn["id"])
+        sb = rb.ctl_json("show", rb.connections()[0]["id"])
+        same = (sa["conn_id"] == sb["conn_id"] and
+                sa["key_fingerprint"] == sb["key_fingerprint"])
+        say(f"\n  both ends agree on the connection's key: "
+            f"id {sa['conn_id']} / {sb['conn_id']}, fingerprint "
+            f"{sa['key_fingerprint']} / {sb['key_fingerprint']}"
+            f"{'' if same else '  MISMATCH'}")
 
         result = client.result(120)
         report = server.results()[0]
@@ -61,11 +82,28 @@ def main():
         for name, rackd in (("A", ra), ("B", rb)):
             s = rackd.status()
             say(f"  rackd on {name}: {s['packets_queued']} packets queued "
-                f"(the SYN and SYN-ACK) of about {segments} segments; "
+                f"(handshake and key set-up) of about {segments} segments; "
                 f"the data never left the kernel")
+
+        say("\nA plain host (no rackd) connecting to B sees an ordinary "
+            "connection:")
+        rb_before = rb.status()["edp_released"]
+        ra.stop()
+        server = start_xfer_server(topo.b, PORT + 1)
+        testbed.xfer_client(topo.a, b4, PORT + 1, MB)
+        server.results()
+        say(f"  B released it: edp_released went from {rb_before} to "
+            f"{rb.status()['edp_released']} (peer none, never diverted again)")
+
+        say(f"\nThe classic probe: rackctl probe {b4}:{PORT + 2}")
+        probe_server = topo.b.popen([testbed.PYTHON, "-c", LISTENER,
+                                     str(PORT + 2)])
+        testbed.read_line(probe_server, 10, "listener")
+        out = topo.a.run([testbed.default_rackctl(), "probe",
+                          f"{b4}:{PORT + 2}"]).stdout.strip()
+        say(f"  {out}")
         say("\ncleaning up (rackd removes its table on exit)")
-        for rackd in (ra, rb):
-            rackd.stop()
+        rb.stop()
         left = [t for t in testbed.tables(topo.a) + testbed.tables(topo.b)
                 if "racks" in t]
         say(f"  tables left behind: {left or 'none'}")

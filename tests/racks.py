@@ -51,8 +51,8 @@ def data_packets_queued(status):
     segment, a racks set-up message nor a probe's FIN: with the kernel
     fast path intact this is always zero."""
     return (status["packets_queued"] - status["syn"] - status["synack"]
-            - status["edp_msgs_in"] - status["packets_malformed"]
-            - status["packets_unexpected"])
+            - status["edp_msgs_in"] - status["edp_probe_fins"]
+            - status["packets_malformed"] - status["packets_unexpected"])
 
 
 def endpoint(addr, port):
