@@ -125,7 +125,7 @@ const struct queue_stats *queue_stats(const struct queue *q)
 	return &q->stats;
 }
 
-static void queue_flush(struct queue *q)
+void queue_flush(struct queue *q)
 {
 	size_t len = mnl_nlmsg_batch_size(q->batch);
 

@@ -45,6 +45,9 @@ int queue_fd(const struct queue *q);
 void queue_process(struct queue *q);
 /* Queue a verdict (NF_ACCEPT, NF_DROP) for packet ID; sent in batches. */
 void queue_verdict(struct queue *q, uint32_t id, uint32_t verdict);
+/* Send the verdicts batched so far now, before slower work that would
+ * otherwise hold their packets back. */
+void queue_flush(struct queue *q);
 /* Accept packet ID with its contents replaced by DATA (LEN bytes). */
 void queue_verdict_replace(struct queue *q, uint32_t id, const uint8_t *data,
 			   size_t len);

@@ -290,6 +290,8 @@ static void track_synack(struct rackd *d, struct queue *q,
 		/* We are the server: answer racks with racks. */
 		if (c->offered && verdict_offered(q, qp, p, EDP_SYNACK)) {
 			d->edp.synack_offered++;
+			/* Key generation must not hold the SYN-ACK back. */
+			queue_flush(q);
 			setup_begin(d, c);
 			return;
 		}
@@ -302,6 +304,8 @@ static void track_synack(struct rackd *d, struct queue *q,
 	/* We are the client: the server's answer decides. */
 	if (c->offered && racks_option(d, p, EDP_SYNACK)) {
 		verdict_stripped(d, q, qp, p);
+		/* The application's connect() completes first. */
+		queue_flush(q);
 		setup_begin(d, c);
 		return;
 	}

@@ -479,12 +479,12 @@ def test_connection_setup_time_is_reported(topo):
     start_py_server(topo.b, ACCEPTOR)
     b4 = topo.addr["b"]["v4"]
     results = {"plain <-> plain": connect_times(topo.a, b4, PORT, 200)}
-    ra = topo.start_rackd("a")
+    ra = topo.start_rackd("a", debug=False)
     results["racks client -> plain server"] = connect_times(topo.a, b4, PORT, 200)
     ra.stop()
-    rb = topo.start_rackd("b")
+    rb = topo.start_rackd("b", debug=False)
     results["plain client -> racks server"] = connect_times(topo.a, b4, PORT, 200)
-    topo.start_rackd("a")
+    topo.start_rackd("a", debug=False)
     results["racks <-> racks"] = connect_times(topo.a, b4, PORT, 200)
     base = results["plain <-> plain"]
     print("\nconnect() median over 200 connections:")
