@@ -99,11 +99,15 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c
 	$(Q)clang -std=c11 -D_GNU_SOURCE -g -O1 -Icommon -Irackd -Inft -Iedp \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(pkg_libs)
 
+# Each run's log goes to build/fuzz/NAME.log; a failure prints its tail.
 fuzz: $(FUZZ_TARGETS)
 	$(Q)set -e; for f in $(FUZZ_TARGETS); do \
-		mkdir -p $(BUILD)/corpus/$$(basename $$f); \
-		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-			$(BUILD)/corpus/$$(basename $$f) tests/fuzz/seeds; done
+		n=$$(basename $$f); mkdir -p $(BUILD)/corpus/$$n; \
+		if ! $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(BUILD)/corpus/$$n tests/fuzz/seeds > $$f.log 2>&1; then \
+			tail -40 $$f.log; echo "fuzz: $$n FAILED"; exit 1; fi; \
+		echo "fuzz: $$n: $$(grep -o 'Done [0-9]* runs in [0-9]* second' $$f.log)"; \
+	done
 
 # The one command CI runs (README): installs dependencies, builds, runs
 # every fast test. Long proofs are in check-slow.
