@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <sodium.h>
 #include <unistd.h>
 
@@ -248,10 +250,58 @@ static int open_signals(void)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-static void daemonize(void)
+/*
+ * Fork before any descriptor exists: epoll and signalfd registrations
+ * belong to the process that made them, so a daemon forked later would
+ * never hear its signals. The parent waits until the child reports a
+ * complete start-up (or dies), so start-up errors still reach the caller
+ * on stderr and as the child's exit code. Returns the pipe to report on.
+ */
+static int detach_begin(void)
 {
-	if (daemon(0, 0) < 0)
-		fatal(1, "daemon");
+	int pfd[2], status;
+	pid_t pid;
+	ssize_t n;
+	char ok;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		fatal(1, "pipe");
+	pid = fork();
+	if (pid < 0)
+		fatal(1, "fork");
+	if (pid == 0) {
+		close(pfd[0]);
+		if (setsid() < 0)
+			fatal(1, "setsid");
+		return pfd[1];
+	}
+	close(pfd[1]);
+	do
+		n = read(pfd[0], &ok, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		_exit(0);
+	if (waitpid(pid, &status, 0) < 0)
+		_exit(1);
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+/* Start-up succeeded: release the terminal and the waiting parent. */
+static void detach_finish(int report_fd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (chdir("/") < 0)
+		log_warn("chdir /");
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	if (write(report_fd, "", 1) != 1)
+		log_warn("reporting start-up to the parent");
+	close(report_fd);
 }
 
 static void start(struct rackd *d)
@@ -368,10 +418,12 @@ int main(int argc, char **argv)
 	d.config_path = o.config_path;
 	d.debug_option = o.debug;
 	d.sock_path = o.sock_path;
+	int report_fd = o.foreground ? -1 : detach_begin();
+
 	start(&d);
-	if (!o.foreground) {
-		daemonize();
+	if (report_fd >= 0) {
 		log_init("rackd", false, log_debug_enabled());
+		detach_finish(report_fd);
 	}
 	ret = loop_run(d.loop);
 	if (ret)

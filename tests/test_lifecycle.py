@@ -275,3 +275,52 @@ def test_reload_applies_a_new_policy_and_refuses_a_bad_one(topo):
         5, "SIGHUP to reload")
     assert racks.racks_tables(topo.a) == ["table inet racks"]
     assert rackd.log().count("native nft queue unavailable") <= 1
+
+
+def test_daemon_mode_detaches_after_start_up(topo, tmp_path):
+    """Without -f, rackd reports start-up errors to the caller, then
+    detaches: the command returns 0 and the daemon keeps serving."""
+    sock = tmp_path / "d.sock"
+    proc = topo.a.run([testbed.default_rackd(), "-c", "/nonexistent.conf",
+                       "-S", str(sock)], timeout=10)
+    assert proc.returncode == 0
+    ctl = [testbed.default_rackctl(), "-S", str(sock), "status", "--json"]
+    status = testbed.json.loads(subprocess.run(ctl, capture_output=True,
+                                               text=True, check=True).stdout)
+    pid = status["pid"]
+    try:
+        assert racks.racks_tables(topo.a) == ["table inet racks"]
+        assert os.getsid(pid) == pid, "the daemon leads its own session"
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        if not wait_gone(pid, 5):
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail("the daemon ignored SIGTERM")
+    assert racks.racks_tables(topo.a) == []
+
+
+def wait_gone(pid, timeout):
+    """True once pid has exited (a zombie of PID 1 counts as exited)."""
+    def gone():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+    try:
+        testbed.wait_until(gone, timeout, "exit")
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_daemon_mode_reports_start_up_failure_with_its_exit_code(topo, tmp_path):
+    if racks.kernel_has_native_queue():
+        pytest.skip("needs a kernel without nft_queue to fail start-up")
+    conf = tmp_path / "native.conf"
+    conf.write_text("queue_mode = native\n")
+    proc = topo.a.run([testbed.default_rackd(), "-c", str(conf), "-S",
+                       str(tmp_path / "n.sock")], check=False, timeout=10)
+    assert proc.returncode == 4, proc.stderr
+    assert "CONFIG_NFT_QUEUE" in proc.stderr
+    assert racks.racks_tables(topo.a) == []
