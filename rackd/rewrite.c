@@ -72,14 +72,16 @@ int rewrite_remove_option(const struct packet *pkt, size_t off, size_t len,
 			  uint8_t *out, size_t outsize)
 {
 	size_t opt_end = pkt->tcp_off + pkt->hdr_len;
-	size_t cut_end = off + len;
-	size_t head, optbytes, pad, hdr, total;
+	size_t cut_end, head, optbytes, pad, hdr, total;
 
-	if (off < pkt->tcp_off + TCP_MIN_HDR || cut_end > opt_end)
+	/* Checked apart so that no sum can wrap around. */
+	if (off < pkt->tcp_off + TCP_MIN_HDR || off > opt_end ||
+	    len > opt_end - off)
 		return -EINVAL;
-	/* Our own option travels with NOP padding after it: take that too,
-	 * so that removing reverses adding exactly. */
-	while (cut_end < opt_end && cut_end - off < len + 3 &&
+	cut_end = off + len;
+	/* Our own option travels with the NOPs that pad it to a multiple of
+	 * four: take exactly those too, so that removing reverses adding. */
+	while (cut_end < opt_end && cut_end - off < ((len + 3) & ~(size_t)3) &&
 	       pkt->data[cut_end] == TCP_OPT_NOP_BYTE)
 		cut_end++;
 	optbytes = (off - (pkt->tcp_off + TCP_MIN_HDR)) + (opt_end - cut_end);

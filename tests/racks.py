@@ -46,6 +46,19 @@ def conns_between(rackd, remote_port=None, local_port=None):
     return out
 
 
+def wait_states(rackd, state, timeout=5, **ports):
+    """Wait until the connections matching ports (see conns_between) exist
+    and are all in state; set-up runs beside the connection, so connect()
+    returning does not mean it is done. Returns them."""
+    def ready():
+        conns = conns_between(rackd, **ports)
+        return conns if conns and all(c["state"] == state
+                                      for c in conns) else None
+    return testbed.wait_until(
+        ready, timeout,
+        lambda: f"{state} connections {ports}: {rackd.connections()}")
+
+
 def data_packets_queued(status):
     """Packets that reached rackd's queue and were neither a handshake
     segment, a racks set-up message nor a probe's FIN: with the kernel

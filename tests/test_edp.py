@@ -25,9 +25,10 @@ TOOLS = testbed.TOOLS
 
 
 def connected_pair(ra, rb, port=PORT):
-    """The (A side, B side) entries of the connection to B:port."""
-    on_a = racks.conns_between(ra, remote_port=port)
-    on_b = racks.conns_between(rb, local_port=port)
+    """The (A side, B side) entries of the connection to B:port, once both
+    ends are connected."""
+    on_a = racks.wait_states(ra, "connected", remote_port=port)
+    on_b = racks.wait_states(rb, "connected", local_port=port)
     assert len(on_a) == 1 and len(on_b) == 1, (on_a, on_b)
     return (ra.ctl_json("show", on_a[0]["id"]),
             rb.ctl_json("show", on_b[0]["id"]))

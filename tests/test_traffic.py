@@ -68,8 +68,8 @@ def test_connections_listed_with_their_addresses(both, family):
                                announce=True)
     local_addr, local_port = client.connected()
     assert local_addr == a_addr
-    on_a = racks.conns_between(ra, remote_port=PORT)
-    on_b = racks.conns_between(rb, local_port=PORT)
+    on_a = racks.wait_states(ra, "connected", remote_port=PORT)
+    on_b = racks.wait_states(rb, "connected", local_port=PORT)
     assert len(on_a) == 1 and len(on_b) == 1, (on_a, on_b)
     a_end = racks.endpoint(a_addr, local_port)
     b_end = racks.endpoint(b_addr, PORT)

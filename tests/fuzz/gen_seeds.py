@@ -72,11 +72,19 @@ def main():
     hop = bytes([60, 0]) + b"\x01\x04\0\0\0\0"   # -> dstopts, PadN
     dst = bytes([6, 1]) + b"\x01\x0c" + b"\0" * 12  # -> TCP, 16 bytes
     seeds["ipv6_ext_ack.bin"] = ipv6(v6a, v6b, 0, hop + dst + seg)
+    # racks set-up messages: a KEY (37-byte option + 3 NOPs) and a CONFIRM.
+    key = bytes([254, 37, 0x72, 0x61, 0x13]) + bytes(range(32)) + b"\x01" * 3
+    seeds["ipv4_racks_key.bin"] = ipv4(v4a, v4b, tcp(
+        v4a, v4b, 40000, 80, 0x6B8B4568, 0x11223345, 0x10, key))
+    confirm = bytes([254, 21, 0x72, 0x61, 0x14]) + bytes(16) + b"\x01" * 3
+    seeds["ipv6_racks_confirm.bin"] = ipv6(v6b, v6a, 6, tcp(
+        v6b, v6a, 80, 40000, 0x11223345, 0x6B8B4568, 0x10, confirm))
     seeds["racks.conf"] = (
         b"# racks.conf seed\nqueue = 4207\nqueue_mode = auto\n"
         b"queue_maxlen = 4096\nmark = 0x7261636b\n"
         b"ports = 22, 80, 5000-5999\nexclude = 10.0.0.0/8, fd00::/8\n"
-        b"syn_timeout = 1.5s\nsweep_interval = 500ms\n"
+        b"syn_timeout = 1.5s\nsetup_timeout = 2s\nanswer_probes = no\n"
+        b"sweep_interval = 500ms\n"
         b"max_connections = 1000\nlog_level = debug\n")
     seeds["proto_request.txt"] = b"cmd=list\nversion=1\nfilter=a=b\n\n"
     os.makedirs(SEEDS, exist_ok=True)

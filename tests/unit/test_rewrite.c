@@ -232,24 +232,16 @@ TEST(add_then_remove_other_layouts)
 
 /*
  * Options that start with NOPs (NOP NOP TS, as in a non-Linux SYN
- * without MSS): removing the racks option also takes the original's
- * first NOP (rewrite.c takes up to three NOPs after any option instead
- * of only the padding up to a multiple of four), then re-pads at the
- * end. Still a valid, equivalent header; byte-exactness is only checked
- * with -DRACKS_KNOWN_BUGS.
+ * without MSS): removing the racks option takes only its own padding,
+ * never the original's first NOPs, so the result is byte-exact.
  */
 TEST(add_then_remove_leading_nops)
 {
 	static const uint8_t nop_ts[] = { 1, 1, 8, 10, 0, 0, 0, 1,
 					  0, 0, 0, 0 };
-#ifdef RACKS_KNOWN_BUGS
-	bool exact = true;
-#else
-	bool exact = false;
-#endif
 
 	for (int ip = V4; ip <= V6_HOP; ip++)
-		add_remove((enum ip)ip, nop_ts, sizeof(nop_ts), 9, exact);
+		add_remove((enum ip)ip, nop_ts, sizeof(nop_ts), 9, true);
 }
 
 TEST(remove_bad_checksum_original)
@@ -397,13 +389,10 @@ TEST(remove_bad_offsets)
 		{ start, a.hdr_len - 20 + 1 },
 		{ end + 1, 0 },
 		{ (size_t)n, 6 },
-#ifdef RACKS_KNOWN_BUGS
-		/* off + len wraps: accepted (returns 52 bytes, a header
-		 * byte duplicated into the options). off = SIZE_MAX with a
-		 * small len wraps too and memcpy()s ~2^64 bytes, so it is
-		 * not tried even here. */
+		/* Sums that would wrap around. */
 		{ start, SIZE_MAX },
-#endif
+		{ SIZE_MAX, 2 },
+		{ SIZE_MAX - 1, SIZE_MAX },
 	};
 	uint8_t back[BUF];
 
