@@ -19,6 +19,16 @@ static void put_u64(FILE *out, const char *key, uint64_t v)
 	proto_put(out, key, "%" PRIu64, v);
 }
 
+/* One counter of a per-reason array: key PREFIX followed by the reason. */
+static void put_reason(FILE *out, const char *prefix, const char *reason,
+		       uint64_t v)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s%s", prefix, reason);
+	put_u64(out, key, v);
+}
+
 static void put_bool(FILE *out, const char *key, bool v)
 {
 	proto_put(out, key, "%s", v ? "true" : "false");
@@ -38,12 +48,9 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_msgs_in", e->msgs_in);
 	put_u64(out, "edp_msgs_out", e->msgs_out);
 	put_u64(out, "edp_send_errors", e->send_errors);
-	for (int i = EDP_ERR_LENGTH; i < EDP_ERR_MAX; i++) {
-		char key[64];
-
-		snprintf(key, sizeof(key), "edp_rejected_%s", edp_error_name(i));
-		put_u64(out, key, e->rejected_by[i]);
-	}
+	for (int i = EDP_ERR_LENGTH; i < EDP_ERR_MAX; i++)
+		put_reason(out, "edp_rejected_", edp_error_name(i),
+			   e->rejected_by[i]);
 	put_u64(out, "edp_unknown_conn", e->unknown_conn);
 	put_u64(out, "edp_bad_mac", e->bad_mac);
 	put_u64(out, "edp_bad_key", e->bad_key);
@@ -72,13 +79,9 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "packets_queued", qs->received);
 	put_u64(out, "packets_truncated", qs->truncated);
 	put_u64(out, "packets_malformed", s->malformed);
-	for (int e = 1; e < PACKET_ERR_MAX; e++) {
-		char key[64];
-
-		snprintf(key, sizeof(key), "malformed_%s",
-			 packet_error_name(e));
-		put_u64(out, key, s->malformed_by[e]);
-	}
+	for (int e = 1; e < PACKET_ERR_MAX; e++)
+		put_reason(out, "malformed_", packet_error_name(e),
+			   s->malformed_by[e]);
 	put_u64(out, "packets_unexpected", s->unexpected);
 	put_u64(out, "verdicts", qs->verdicts);
 	put_u64(out, "syn", s->syn);
