@@ -492,3 +492,51 @@ def test_connection_setup_time_is_reported(topo):
     for name, us in results.items():
         print(f"  {name:30s} {us:8.1f} us  ({us / base:.2f}x)")
     assert rb.running
+
+
+BURST = """
+import selectors, socket, sys, time
+n, addr = int(sys.argv[1]), sys.argv[2]
+sel, socks = selectors.DefaultSelector(), []
+start = time.monotonic()
+for _ in range(n):             # every SYN in flight at once
+    s = socket.socket(); s.setblocking(False)
+    s.connect_ex((addr, int(sys.argv[3]))); socks.append(s)
+    sel.register(s, selectors.EVENT_WRITE)
+pending = n
+while pending and time.monotonic() - start < 30:
+    for key, _ in sel.select(1):
+        err = key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        assert err == 0, err
+        sel.unregister(key.fileobj); pending -= 1
+print(f"OPEN {n - pending} {time.monotonic() - start:.3f}", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_thousand_simultaneous_connections_all_set_up(topo):
+    n = 1000
+    start_py_server(topo.b, SILENT)
+    ra = topo.start_rackd("a", debug=False)
+    rb = topo.start_rackd("b", debug=False)
+    burst = topo.a.popen([testbed.PYTHON, "-c", BURST, str(n),
+                          topo.addr["b"]["v4"], str(PORT)],
+                         stdin=subprocess.PIPE)
+    word, opened, seconds = testbed.read_line(burst, 60, "the burst").split()
+    assert int(opened) == n
+    started = time.monotonic()
+    testbed.wait_until(
+        lambda: all(r.status()["edp_setup_ok"] == n for r in (ra, rb)), 30,
+        lambda: f"all set-ups: {ra.status()['edp_setup_ok']} / "
+                f"{rb.status()['edp_setup_ok']}")
+    for rackd in (ra, rb):
+        st = rackd.status()
+        assert st["edp_setup_failed"] == 0 and st["edp_send_errors"] == 0
+        assert st["queue_recv_errors"] == 0 and st["connections"] == n
+    fps = {c["key_fingerprint"] for c in
+           (ra.ctl_json("show", c["id"]) for c in ra.connections()[:20])}
+    assert len(fps) == 20, "every connection has a key of its own"
+    print(f"\n{n} simultaneous connects in {float(seconds):.2f} s, all set up "
+          f"{time.monotonic() - started:.2f} s later at most")
+    burst.stdin.write("\n")
+    burst.stdin.flush()

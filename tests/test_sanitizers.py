@@ -5,9 +5,12 @@ and a clean shutdown: no report, no leak.
 Topology: A (ASan rackd) -- R -- B (ASan rackd).
 """
 
+import subprocess
+
 import pytest
 
 import testbed
+from test_edp import BURST, ECHO_CLOSE, SILENT, start_py_server
 
 ASAN_RACKD = testbed.REPO / "build" / "asan" / "rackd"
 SAN_ENV = {
@@ -37,6 +40,23 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
     topo.b.run([testbed.PYTHON, str(testbed.TOOLS / "craft.py"),
                 topo.addr["a"]["v4"], "5001", "opt_len0", "doff_beyond",
                 "random", "--count", "20"], timeout=60)
+    # 200 set-ups at once, a probe answered, and hostile set-up messages.
+    start_py_server(topo.b, SILENT, port=5002)
+    start_py_server(topo.b, ECHO_CLOSE, port=5003)
+    burst = topo.a.popen([testbed.PYTHON, "-c", BURST, "200",
+                          topo.addr["b"]["v4"], "5002"], stdin=subprocess.PIPE)
+    assert testbed.read_line(burst, 60, "burst").split()[1] == "200"
+    testbed.wait_until(lambda: rb.status()["edp_setup_ok"] >= 203, 20,
+                       "the burst's set-ups")
+    probe = topo.a.run([testbed.default_rackctl(), "probe",
+                        f"{topo.addr['b']['v4']}:5003"]).stdout
+    assert "enhanced" in probe
+    topo.b.run([testbed.PYTHON, str(testbed.TOOLS / "edpcraft.py"),
+                f"forged-key,{topo.addr['b']['v4']},5002,{topo.addr['a']['v4']},40000",
+                f"syn-bad-version,{topo.addr['b']['v4']},40001,{topo.addr['a']['v4']},5003"],
+               timeout=60)
+    burst.stdin.write("\n")
+    burst.stdin.flush()
     for rackd in (ra, rb):
         rackd.ctl("list")
         rackd.ctl("status")
