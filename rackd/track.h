@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Handshake tracking: turns the SYNs and SYN-ACKs rackd is shown into
- * connection table entries, and forgets entries whose handshake never
- * completed or whose socket the kernel no longer has.
+ * The decision for every diverted packet: SYNs and SYN-ACKs become
+ * connection table entries and carry racks' offer (added to ours,
+ * removed from the peer's), set-up messages go to setup.c, probe FINs to
+ * answer.c. Entries whose handshake never completed, or whose socket the
+ * kernel no longer has, are forgotten.
  */
 #ifndef RACKS_TRACK_H
 #define RACKS_TRACK_H
