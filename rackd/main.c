@@ -342,6 +342,7 @@ static void start(struct rackd *d)
 		fatalx(1, "raw sockets: %s", strerror(-ret));
 	}
 	edp_announce_new(d->announcement);
+	keypool_init(&d->keys, d->loop);
 
 	ret = rtnl_open(&d->rtnl, &rh);
 	if (ret) {
@@ -388,6 +389,7 @@ static void stop(struct rackd *d)
 	}
 	conn_table_free(&d->conns, NULL);
 	inject_close(d->inject);
+	keypool_wipe(&d->keys);
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);

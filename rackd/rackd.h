@@ -14,6 +14,7 @@
 #include "announce.h"
 #include "config.h"
 #include "conn.h"
+#include "keypool.h"
 #include "option.h"
 #include "packet.h"
 #include "ruleset.h"
@@ -94,6 +95,7 @@ struct rackd {
 	struct rackd_stats stats;
 	struct rackd_edp_stats edp;
 	struct inject *inject;
+	struct keypool keys;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
 };
 

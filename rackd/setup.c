@@ -108,7 +108,7 @@ void setup_begin(struct rackd *d, struct conn *c)
 	set_state(c, CONN_SETUP);
 	e->started = loop_now();
 	e->phase = SETUP_WAIT_KEY;
-	edp_keypair_new(&e->kp);
+	keypool_take(&d->keys, &e->kp);
 	e->t.isn_client = is_client(c) ? c->lend.isn : c->rend.isn;
 	e->t.isn_server = is_client(c) ? c->rend.isn : c->lend.isn;
 	memcpy(is_client(c) ? e->t.pk_client : e->t.pk_server, e->kp.pk,
