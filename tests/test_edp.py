@@ -540,3 +540,26 @@ def test_a_thousand_simultaneous_connections_all_set_up(topo):
           f"{time.monotonic() - started:.2f} s later at most")
     burst.stdin.write("\n")
     burst.stdin.flush()
+
+
+def test_no_key_material_in_logs_or_cli_output(topo):
+    """K never leaves rackd: no 32-byte value (64 hex digits, or 43+
+    base64 characters) in rackd's debug log or in anything rackctl prints;
+    the only key-derived values shown are the 16-digit id and fingerprint."""
+    import re
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    server = start_xfer_server(topo.b, PORT)
+    client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, MB,
+                               rate=MB, announce=True)
+    client.connected()
+    sa, sb = connected_pair(ra, rb)
+    outputs = [ra.log(), rb.log()]
+    for rackd, show in ((ra, sa), (rb, sb)):
+        for args in (("status",), ("list",), ("show", show["id"])):
+            outputs += [rackd.ctl(*args), rackd.ctl(*args, "--json")]
+    long_secret = re.compile(r"[0-9a-fA-F]{32,}|[A-Za-z0-9+/]{43,}")
+    for text in outputs:
+        assert not long_secret.search(text), long_secret.search(text).group()
+    assert len(sa["conn_id"]) == len(sa["key_fingerprint"]) == 16
+    client.result()
+    server.results()
