@@ -58,6 +58,19 @@ int edp_derive(const struct edp_keypair *ours, const uint8_t *peer_pk,
 	return 0;
 }
 
+void edp_mac_counter(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
+		     uint32_t counter, const struct edp_transcript *t,
+		     uint8_t mac[EDP_MAC_LEN])
+{
+	uint8_t msg[1 + 4 + 2 * EDP_KEY_LEN + 8];
+
+	msg[0] = (uint8_t)role;
+	put_be32(msg + 1, counter);
+	transcript_bytes(t, msg + 5);
+	crypto_generichash(mac, EDP_MAC_LEN, msg, sizeof(msg), key,
+			   EDP_SECRET_LEN);
+}
+
 void edp_mac(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 	     const struct edp_transcript *t, uint8_t mac[EDP_MAC_LEN])
 {
@@ -67,6 +80,19 @@ void edp_mac(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 	transcript_bytes(t, msg + 1);
 	crypto_generichash(mac, EDP_MAC_LEN, msg, sizeof(msg), key,
 			   EDP_SECRET_LEN);
+}
+
+int edp_mac_counter_verify(const uint8_t key[EDP_SECRET_LEN],
+			   enum edp_role role, uint32_t counter,
+			   const struct edp_transcript *t, const uint8_t *mac)
+{
+	uint8_t want[EDP_MAC_LEN];
+	int ok;
+
+	edp_mac_counter(key, role, counter, t, want);
+	ok = sodium_memcmp(want, mac, EDP_MAC_LEN) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok ? 0 : -EBADMSG;
 }
 
 int edp_mac_verify(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,

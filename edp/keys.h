@@ -39,6 +39,11 @@ enum edp_role {
 	EDP_ROLE_SERVER_CONFIRM = 1,	/* server -> client */
 	EDP_ROLE_CLIENT_CONFIRM = 2,	/* client -> server */
 	EDP_ROLE_SERVER_DONE = 3,	/* server -> client, last */
+	/* Heartbeats, by sender, so none can be reflected back. */
+	EDP_ROLE_CLIENT_HEARTBEAT = 4,
+	EDP_ROLE_SERVER_HEARTBEAT = 5,
+	EDP_ROLE_CLIENT_HEARTBEAT_ACK = 6,
+	EDP_ROLE_SERVER_HEARTBEAT_ACK = 7,
 };
 
 void edp_keypair_new(struct edp_keypair *kp);
@@ -49,6 +54,13 @@ int edp_derive(const struct edp_keypair *ours, const uint8_t *peer_pk,
 	       const struct edp_transcript *t, uint8_t key[EDP_SECRET_LEN]);
 void edp_mac(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 	     const struct edp_transcript *t, uint8_t mac[EDP_MAC_LEN]);
+/* The MAC of a numbered message (heartbeats): COUNTER is covered too. */
+void edp_mac_counter(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
+		     uint32_t counter, const struct edp_transcript *t,
+		     uint8_t mac[EDP_MAC_LEN]);
+int edp_mac_counter_verify(const uint8_t key[EDP_SECRET_LEN],
+			   enum edp_role role, uint32_t counter,
+			   const struct edp_transcript *t, const uint8_t *mac);
 /* Constant-time check of a received MAC. */
 int edp_mac_verify(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 		   const struct edp_transcript *t, const uint8_t *mac);

@@ -17,6 +17,9 @@ static size_t body_len(uint8_t type)
 	case EDP_CONFIRM:
 	case EDP_DONE:
 		return EDP_MAC_LEN;
+	case EDP_HEARTBEAT:
+	case EDP_HEARTBEAT_ACK:
+		return 4 + EDP_MAC_LEN;
 	default:
 		return 0;
 	}
@@ -61,6 +64,12 @@ enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 	case EDP_KEY:
 		memcpy(m->key, body, EDP_KEY_LEN);
 		break;
+	case EDP_HEARTBEAT:
+	case EDP_HEARTBEAT_ACK:
+		m->counter = (uint32_t)body[0] << 24 | (uint32_t)body[1] << 16 |
+			     (uint32_t)body[2] << 8 | body[3];
+		memcpy(m->mac, body + 4, EDP_MAC_LEN);
+		break;
 	default:
 		memcpy(m->mac, body, EDP_MAC_LEN);
 		break;
@@ -89,6 +98,14 @@ size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room)
 	case EDP_KEY:
 		memcpy(out + 5, m->key, EDP_KEY_LEN);
 		break;
+	case EDP_HEARTBEAT:
+	case EDP_HEARTBEAT_ACK:
+		out[5] = (uint8_t)(m->counter >> 24);
+		out[6] = (uint8_t)(m->counter >> 16);
+		out[7] = (uint8_t)(m->counter >> 8);
+		out[8] = (uint8_t)m->counter;
+		memcpy(out + 9, m->mac, EDP_MAC_LEN);
+		break;
 	default:
 		memcpy(out + 5, m->mac, EDP_MAC_LEN);
 		break;
@@ -104,6 +121,8 @@ const char *edp_type_name(uint8_t type)
 	static const char *const names[EDP_TYPE_MAX] = {
 		[EDP_SYN] = "syn", [EDP_SYNACK] = "synack", [EDP_KEY] = "key",
 		[EDP_CONFIRM] = "confirm", [EDP_DONE] = "done",
+		[EDP_HEARTBEAT] = "heartbeat",
+		[EDP_HEARTBEAT_ACK] = "heartbeat_ack",
 	};
 
 	return type < EDP_TYPE_MAX && names[type] ? names[type] : "unknown";

@@ -12,6 +12,8 @@
  *   3 KEY       X25519 public key (32)    37
  *   4 CONFIRM   MAC (16)                  21
  *   5 DONE      MAC (16)                  21
+ *   6 HEARTBEAT counter (4), MAC (16)     25
+ *   7 HB_ACK    counter (4), MAC (16)     25
  *
  * ExID 0x7261 ("ra") is not TCP Fast Open's 0xF989, which Linux would
  * read as a TFO cookie. Every option is padded with NOPs to a multiple
@@ -37,6 +39,8 @@ enum edp_type {
 	EDP_KEY = 3,
 	EDP_CONFIRM = 4,
 	EDP_DONE = 5,
+	EDP_HEARTBEAT = 6,
+	EDP_HEARTBEAT_ACK = 7,
 	EDP_TYPE_MAX
 };
 
@@ -56,6 +60,7 @@ struct edp_msg {
 	uint8_t flags;
 	uint8_t key[EDP_KEY_LEN];
 	uint8_t mac[EDP_MAC_LEN];
+	uint32_t counter;	/* heartbeats */
 };
 
 /* Parse the option of LEN bytes at OPT (kind and length included). */

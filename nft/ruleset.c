@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "announce.h"
+#include "conn.h"
 #include "log.h"
 #include "option.h"
 #include "xt_queue.h"
@@ -82,6 +83,14 @@ static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
 		   "0x%08x meta %s != loopback jump %s\n",
 		cfg->mark, iftype, target);
+	if (strcmp(hook, "output") == 0) {
+		/* A held socket's segments are answered by rackd instead. */
+		fprintf(f, "\t\tmeta mark != 0x%08x ip saddr . tcp sport . "
+			   "ip daddr . tcp dport @held4 goto divert\n", cfg->mark);
+		fprintf(f, "\t\tmeta mark != 0x%08x ip6 saddr . tcp sport . "
+			   "ip6 daddr . tcp dport @held6 goto divert\n",
+			cfg->mark);
+	}
 	if (strcmp(hook, "input") == 0) {
 		/* The peer rackd's set-up messages: racks' option on a
 		 * segment without SYN (RFC 6994 ExID at option offset 2). */
@@ -136,6 +145,11 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	}
 	exclude_set(f, cfg, "exclude4", "ipv4_addr", AF_INET);
 	exclude_set(f, cfg, "exclude6", "ipv6_addr", AF_INET6);
+	/* Suspended connections, by local and remote endpoint. */
+	fprintf(f, "\tset held4 {\n\t\ttype ipv4_addr . inet_service . "
+		   "ipv4_addr . inet_service\n\t}\n");
+	fprintf(f, "\tset held6 {\n\t\ttype ipv6_addr . inet_service . "
+		   "ipv6_addr . inet_service\n\t}\n");
 	fprintf(f, "\tchain divert {\n");
 	if (native_queue)
 		fprintf(f, "\t\tcounter queue num %u bypass\n", cfg->queue_num);
@@ -268,6 +282,54 @@ int ruleset_install(const struct config *cfg, enum queue_mode mode,
 			 "CONFIG_NETFILTER_XT_TARGET_NFQUEUE");
 		return -ENOTSUP;
 	}
+	return ret;
+}
+
+int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
+		 size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ret = 0;
+
+	if (n == 0)
+		return 0;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		fatalx(EXIT_NOMEM, "out of memory");
+	for (int fam = 0; fam < 2; fam++) {
+		int family = fam ? AF_INET6 : AF_INET;
+		long before = ftell(f);
+
+		fprintf(f, "%s element inet racks held%c { ", add ? "add" :
+			"delete", fam ? '6' : '4');
+		long start = ftell(f);
+
+		for (unsigned i = 0, first = 1; i < n; i++) {
+			const struct conn *c = conns[i];
+			char l[ADDR_STRLEN], r[ADDR_STRLEN];
+
+			if (c->local.addr.family != family)
+				continue;
+			fprintf(f, "%s%s . %u . %s . %u", first ? "" : ", ",
+				addr_format(&c->local.addr, l, sizeof(l)),
+				c->local.port,
+				addr_format(&c->remote.addr, r, sizeof(r)),
+				c->remote.port);
+			first = 0;
+		}
+		if (ftell(f) == start)
+			fseek(f, before, SEEK_SET);	/* none of this family */
+		else
+			fprintf(f, " }\n");
+	}
+	fputc('\0', f);
+	if (fclose(f) != 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	if (buf[0])
+		ret = run_nft(buf, err, errlen);
+	free(buf);
 	return ret;
 }
 

@@ -36,6 +36,13 @@ int ruleset_install(const struct config *cfg, enum queue_mode mode,
 /* Remove the table; 0 also when it was already gone. */
 int ruleset_remove(char *err, size_t errlen);
 
+struct conn;
+
+/* Add (or remove) connections to the sets of held flows, whose outgoing
+ * segments are diverted while they are suspended. One transaction. */
+int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
+		 size_t errlen);
+
 /* The nft script ruleset_install() runs (exposed for the golden test). */
 char *ruleset_script(const struct config *cfg, bool native_queue);
 const char *ruleset_queue_name(enum ruleset_queue q);

@@ -176,6 +176,19 @@ static int set_setup_timeout(struct config *cfg, char *v, char *why,
 			    why, wl);
 }
 
+static int set_suspend_after(struct config *cfg, char *v, char *why,
+			     size_t wl)
+{
+	return set_duration(&cfg->suspend_after_ms, "suspend_after", v, 500,
+			    why, wl);
+}
+
+static int set_max_suspend(struct config *cfg, char *v, char *why, size_t wl)
+{
+	return set_duration(&cfg->max_suspend_ms, "max_suspend", v, 1000, why,
+			    wl);
+}
+
 static int set_answer_probes(struct config *cfg, char *v, char *why,
 			     size_t wl)
 {
@@ -318,6 +331,8 @@ static const struct config_key config_keys[] = {
 	{ "syn_timeout", set_syn_timeout },
 	{ "setup_timeout", set_setup_timeout },
 	{ "answer_probes", set_answer_probes },
+	{ "suspend_after", set_suspend_after },
+	{ "max_suspend", set_max_suspend },
 	{ "sweep_interval", set_sweep_interval },
 	{ "max_connections", set_max_connections },
 	{ "log_level", set_log_level },
@@ -342,6 +357,8 @@ struct config *config_defaults(void)
 	cfg->syn_timeout_ms = 30000;
 	cfg->setup_timeout_ms = 5000;
 	cfg->answer_probes = true;
+	cfg->suspend_after_ms = 5000;
+	cfg->max_suspend_ms = 3ULL * 86400000;
 	cfg->sweep_interval_ms = 10000;
 	cfg->max_connections = 1000000;
 	return cfg;
@@ -451,10 +468,21 @@ int config_load(const char *path, struct config **out, bool *missing,
 
 static void dump_duration(FILE *f, const char *key, uint64_t ms)
 {
-	if (ms % 1000)
-		fprintf(f, "%s = %" PRIu64 "ms\n", key, ms);
-	else
-		fprintf(f, "%s = %" PRIu64 "s\n", key, ms / 1000);
+	/* The largest unit that states the value exactly. */
+	static const struct {
+		const char *unit;
+		uint64_t ms;
+	} units[] = { { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 },
+		      { "s", 1000 } };
+
+	for (size_t i = 0; ms && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ms % units[i].ms == 0) {
+			fprintf(f, "%s = %" PRIu64 "%s\n", key, ms / units[i].ms,
+				units[i].unit);
+			return;
+		}
+	}
+	fprintf(f, "%s = %" PRIu64 "ms\n", key, ms);
 }
 
 void config_dump(const struct config *cfg, FILE *f)
@@ -483,6 +511,8 @@ void config_dump(const struct config *cfg, FILE *f)
 	dump_duration(f, "syn_timeout", cfg->syn_timeout_ms);
 	dump_duration(f, "setup_timeout", cfg->setup_timeout_ms);
 	fprintf(f, "answer_probes = %s\n", cfg->answer_probes ? "yes" : "no");
+	dump_duration(f, "suspend_after", cfg->suspend_after_ms);
+	dump_duration(f, "max_suspend", cfg->max_suspend_ms);
 	dump_duration(f, "sweep_interval", cfg->sweep_interval_ms);
 	fprintf(f, "max_connections = %u\n", cfg->max_connections);
 	fprintf(f, "log_level = %s\n", cfg->debug ? "debug" : "info");

@@ -172,6 +172,7 @@ const char *conn_state_name(enum conn_state state)
 		[CONN_HANDSHAKE] = "handshake",
 		[CONN_SETUP] = "setup",
 		[CONN_CONNECTED] = "connected",
+		[CONN_SUSPENDED] = "suspended",
 		[CONN_RELEASED] = "released",
 	};
 

@@ -19,6 +19,7 @@ enum conn_state {
 	CONN_HANDSHAKE,		/* SYN seen, SYN-ACK not yet */
 	CONN_SETUP,		/* both ends offered racks: keys in exchange */
 	CONN_CONNECTED,		/* managed: both rackds hold the key */
+	CONN_SUSPENDED,		/* peer unheard: the socket is held open */
 	CONN_RELEASED,		/* plain peer or failed set-up: left alone */
 	CONN_STATE_MAX
 };
@@ -30,6 +31,8 @@ enum conn_peer {
 };
 
 struct conn_edp;		/* set-up and key state, see setup.h */
+struct live_peer;		/* heartbeats, see liveness.h */
+struct conn_hold;		/* suspension, see hold.h */
 
 enum conn_dir {
 	CONN_OUTGOING,		/* the local end sent the SYN */
@@ -64,6 +67,10 @@ struct conn {
 	uint8_t syns;		/* SYNs seen: only the first carries the option */
 	uint64_t state_since;	/* monotonic ms */
 	struct conn_edp *edp;	/* only while / once the peer is racks */
+	struct live_peer *host;	/* the path it shares heartbeats with */
+	struct conn *host_next;	/* the path's connections */
+	struct conn_hold *hold;	/* only while suspended */
+	uint32_t suspensions;
 	struct conn_end lend, rend;
 	uint8_t tcp_state;	/* kernel socket state from the last sweep */
 	bool swept;		/* found in the current sweep */

@@ -62,6 +62,24 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_probes_answered", e->probes_answered);
 }
 
+static void put_live_stats(FILE *out, const struct rackd *d)
+{
+	const struct live_stats *l = &d->live.stats;
+
+	put_u64(out, "suspended", live_suspended_count(d));
+	put_u64(out, "suspensions", l->suspensions);
+	put_u64(out, "link_suspensions", l->link_suspensions);
+	put_u64(out, "resumes", l->resumes);
+	put_u64(out, "resumed_by_traffic", l->resumed_by_traffic);
+	put_u64(out, "suspend_aborts", l->aborted);
+	put_u64(out, "hold_answers", l->hold_answers);
+	put_u64(out, "hold_clamped", l->hold_clamped);
+	put_u64(out, "heartbeats_out", l->heartbeats_out);
+	put_u64(out, "heartbeats_in", l->heartbeats_in);
+	put_u64(out, "heartbeat_acks_in", l->heartbeat_acks_in);
+	put_u64(out, "heartbeats_replayed", l->replayed);
+}
+
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
@@ -98,6 +116,7 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "packets_rewritten", qs->rewritten);
 	put_u64(out, "checksum_bad", s->csum_bad);
 	put_edp_stats(out, &d->edp);
+	put_live_stats(out, d);
 	put_u64(out, "ctl_requests", s->ctl_requests);
 	put_u64(out, "ctl_errors", s->ctl_errors);
 	put_u64(out, "queue_recv_errors", qs->recv_errors);
@@ -123,6 +142,7 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	proto_put(out, "tcp_state", "%s", conn_tcp_state_name(c->tcp_state));
 	put_u64(out, "age", (loop_now() - c->created_mono) / 1000);
 	put_u64(out, "since", (loop_now() - c->state_since) / 1000);
+	put_u64(out, "suspensions", c->suspensions);
 	(void)d;
 }
 

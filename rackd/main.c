@@ -22,6 +22,7 @@
 
 #include "ctl.h"
 #include "inject.h"
+#include "liveness.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
@@ -112,6 +113,17 @@ static struct config *load_config_or_exit(const char *path)
 	return cfg;
 }
 
+/* A new table starts with empty sets: the held flows go back in. */
+static void reinstall_holds(struct rackd *d)
+{
+	char err[256];
+
+	for (struct conn *c = d->conns.head; c; c = c->next)
+		if (c->hold && ruleset_held(&c, 1, true, err, sizeof(err)))
+			log_warnx("re-holding conn %llu: %s",
+				  (unsigned long long)c->id, err);
+}
+
 /* "auto" was resolved at start; a reload does not probe the kernel again. */
 static enum queue_mode reload_mode(const struct rackd *d,
 				   const struct config *cfg)
@@ -164,6 +176,7 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 	d->cfg = cfg;
 	d->queue_mode = used;
 	inject_set_mark(d->inject, cfg->mark);
+	reinstall_holds(d);
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
@@ -213,6 +226,7 @@ static void on_link(void *arg, const struct rtnl_link_event *ev)
 	struct rackd *d = arg;
 
 	d->stats.link_events++;
+	live_link_event(d, ev);
 	log_debug("link %s (%u): %s, carrier %s", ev->name, ev->ifindex,
 		  ev->removed ? "removed" : ev->up ? "up" : "down",
 		  ev->carrier ? "on" : "off");
@@ -224,6 +238,7 @@ static void on_addr(void *arg, const struct rtnl_addr_event *ev)
 	char buf[PREFIX_STRLEN];
 
 	d->stats.addr_events++;
+	live_addr_event(d, ev);
 	log_debug("address %s %s on ifindex %u",
 		  prefix_format(&ev->prefix, buf, sizeof(buf)),
 		  ev->removed ? "removed" : "added", ev->ifindex);
@@ -350,6 +365,9 @@ static void start(struct rackd *d)
 		fatalx(1, "rtnetlink: %s", strerror(-ret));
 	}
 	loop_add(d->loop, rtnl_fd(d->rtnl), EPOLLIN, on_rtnl, d);
+	/* Which link each local address is on: carrier loss suspends. */
+	if (rtnl_dump_addresses(d->rtnl))
+		log_warn("rtnetlink: dumping addresses");
 
 	ret = ruleset_install(d->cfg, d->cfg->queue_mode, &d->queue_mode,
 			      &replaced, err, sizeof(err));
@@ -383,6 +401,10 @@ static void stop(struct rackd *d)
 	queue_close(d->queue);
 	loop_timer_cancel(d->loop, &d->sweep_timer);
 	for (struct conn *c = d->conns.head; c; c = c->next) {
+		/* The table is gone already: no set to update. */
+		free(c->hold);
+		c->hold = NULL;
+		live_detach(d, c);
 		/* Keys live only in memory, and are wiped before it is freed. */
 		setup_free(d, c);
 		loop_timer_cancel(d->loop, &c->expiry);
@@ -390,6 +412,7 @@ static void stop(struct rackd *d)
 	conn_table_free(&d->conns, NULL);
 	inject_close(d->inject);
 	keypool_wipe(&d->keys);
+	live_free(d);
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "conn.h"
 #include "keypool.h"
+#include "liveness.h"
 #include "option.h"
 #include "packet.h"
 #include "ruleset.h"
@@ -96,6 +97,7 @@ struct rackd {
 	struct rackd_edp_stats edp;
 	struct inject *inject;
 	struct keypool keys;
+	struct live_state live;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
 };
 

@@ -150,6 +150,19 @@ static int rtnl_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+int rtnl_dump_addresses(struct rtnl *r)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifaddrmsg *ifa;
+
+	nlh->nlmsg_type = RTM_GETADDR;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = AF_UNSPEC;
+	return mnl_socket_sendto(r->nl, nlh, nlh->nlmsg_len) < 0 ? -errno : 0;
+}
+
 void rtnl_process(struct rtnl *r)
 {
 	for (;;) {

@@ -36,6 +36,8 @@ struct rtnl;
 int rtnl_open(struct rtnl **out, const struct rtnl_handlers *h);
 void rtnl_close(struct rtnl *r);
 int rtnl_fd(const struct rtnl *r);
+/* Ask for every current address; they arrive as "added" events. */
+int rtnl_dump_addresses(struct rtnl *r);
 /* Read and dispatch pending events; call when the fd is readable. */
 void rtnl_process(struct rtnl *r);
 

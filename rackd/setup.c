@@ -10,6 +10,7 @@
 #include "inject.h"
 #include "log.h"
 #include "loop.h"
+#include "liveness.h"
 #include "rackd.h"
 
 /* The window our messages advertise: the peer kernel only ever sees one
@@ -138,6 +139,7 @@ static void setup_connected(struct rackd *d, struct conn *c)
 	edp_keypair_wipe(&e->kp);
 	d->edp.setup_ok++;
 	log_setup(c, "connected");
+	live_attach(d, c);
 }
 
 /* Store the peer's public key and derive K; false if it is refused. */
@@ -311,6 +313,8 @@ uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
 		return NF_DROP;
 	}
 	c->edp->received++;
+	if (m->type == EDP_HEARTBEAT || m->type == EDP_HEARTBEAT_ACK)
+		return live_input(d, c, m);
 	if (is_client(c))
 		client_input(d, c, m);
 	else

@@ -49,6 +49,9 @@ struct conn_edp {
 	uint32_t retry_ms;
 	uint32_t sent, received;
 	uint64_t setup_ms;	/* time set-up took */
+	uint32_t hb_out;	/* our last heartbeat's counter */
+	uint32_t hb_acked;	/* the last one answered */
+	uint32_t hb_in;		/* the peer's last heartbeat */
 	uint64_t started;	/* monotonic ms */
 };
 

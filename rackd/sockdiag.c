@@ -7,6 +7,8 @@
 #include <linux/inet_diag.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <linux/tcp.h>	/* glibc's tcp_info lacks the byte counters */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -112,6 +114,93 @@ int sockdiag_dump(sockdiag_fn fn, void *arg)
 	ret = dump_family(nl, AF_INET, &ctx);
 	if (ret == 0)
 		ret = dump_family(nl, AF_INET6, &ctx);
+out:
+	mnl_socket_close(nl);
+	return ret;
+}
+
+struct progress_ctx {
+	struct sockdiag_progress *out;
+	bool found;
+};
+
+static int progress_attr(const struct nlattr *a, void *data)
+{
+	struct progress_ctx *ctx = data;
+	struct tcp_info ti;
+
+	if (mnl_attr_get_type(a) != INET_DIAG_INFO)
+		return MNL_CB_OK;
+	/* Older or newer kernels send a shorter or longer struct. */
+	memset(&ti, 0, sizeof(ti));
+	memcpy(&ti, mnl_attr_get_payload(a),
+	       mnl_attr_get_payload_len(a) < sizeof(ti) ?
+	       mnl_attr_get_payload_len(a) : sizeof(ti));
+	ctx->out->bytes_acked = ti.tcpi_bytes_acked;
+	ctx->out->bytes_received = ti.tcpi_bytes_received;
+	ctx->out->snd_wscale = ti.tcpi_snd_wscale;
+	ctx->out->rcv_wscale = ti.tcpi_rcv_wscale;
+	ctx->out->unacked = ti.tcpi_unacked;
+	ctx->found = true;
+	return MNL_CB_OK;
+}
+
+static int progress_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct progress_ctx *ctx = data;
+	const struct inet_diag_msg *m;
+
+	if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+		return MNL_CB_ERROR;
+	m = mnl_nlmsg_get_payload(nlh);
+	ctx->out->state = m->idiag_state;
+	return mnl_attr_parse(nlh, sizeof(*m), progress_attr, ctx);
+}
+
+int sockdiag_progress(const struct endpoint *local,
+		      const struct endpoint *remote,
+		      struct sockdiag_progress *out)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct inet_diag_req_v2 *req;
+	struct progress_ctx ctx = { out, false };
+	struct mnl_socket *nl;
+	uint32_t seq = (uint32_t)time(NULL);
+	ssize_t n;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = seq;
+	req = mnl_nlmsg_put_extra_header(nlh, sizeof(*req));
+	req->sdiag_family = local->addr.family;
+	req->sdiag_protocol = IPPROTO_TCP;
+	req->idiag_states = ~0U;
+	req->idiag_ext = 1 << (INET_DIAG_INFO - 1);
+	req->id.idiag_sport = htons(local->port);
+	req->id.idiag_dport = htons(remote->port);
+	memcpy(req->id.idiag_src, local->addr.bytes, addr_len(&local->addr));
+	memcpy(req->id.idiag_dst, remote->addr.bytes, addr_len(&remote->addr));
+	req->id.idiag_cookie[0] = req->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+
+	nl = mnl_socket_open2(NETLINK_SOCK_DIAG, SOCK_CLOEXEC);
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 ||
+	    mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl),
+			 progress_cb, &ctx);
+	ret = ret < 0 ? -errno : ctx.found ? 0 : -ENOENT;
 out:
 	mnl_socket_close(nl);
 	return ret;

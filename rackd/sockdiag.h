@@ -22,4 +22,18 @@ typedef void (*sockdiag_fn)(void *arg, const struct sockdiag_entry *e);
  * network namespace. Returns 0 only when both dumps completed. */
 int sockdiag_dump(sockdiag_fn fn, void *arg);
 
+/* What the kernel's TCP has acknowledged so far on one socket. */
+struct sockdiag_progress {
+	uint8_t state;
+	uint64_t bytes_acked;		/* snd_una - ISN - 1 */
+	uint64_t bytes_received;	/* rcv_nxt - peer ISN - 1 */
+	uint32_t snd_wscale, rcv_wscale;
+	uint32_t unacked;		/* segments in flight */
+};
+
+/* Look up the socket LOCAL <-> REMOTE and read its tcp_info. */
+int sockdiag_progress(const struct endpoint *local,
+		      const struct endpoint *remote,
+		      struct sockdiag_progress *out);
+
 #endif

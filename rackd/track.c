@@ -8,12 +8,18 @@
 #include <string.h>
 
 #include "answer.h"
+#include "hold.h"
+#include "liveness.h"
 #include "csum.h"
 #include "log.h"
 #include "loop.h"
 #include "rewrite.h"
 #include "setup.h"
 #include "sockdiag.h"
+
+/* Kernel TCP states (include/net/tcp_states.h) the sweep acts on. */
+#define TCP_STATE_TIME_WAIT 6
+#define TCP_STATE_CLOSE 7
 
 /* Rewritten packets are built here: rackd is single-threaded. */
 static uint8_t rewrite_buf[0xffff];
@@ -32,6 +38,7 @@ static void log_conn(const char *what, const struct conn *c)
 
 void track_forget(struct rackd *d, struct conn *c)
 {
+	live_detach(d, c);
 	setup_free(d, c);
 	loop_timer_cancel(d->loop, &c->expiry);
 	conn_remove(&d->conns, c);
@@ -46,6 +53,11 @@ static void track_expire(struct timer *t, void *arg)
 	if (c->state == CONN_SETUP) {
 		d->edp.setup_failed++;
 		setup_release(d, c, "set-up timed out: released");
+		return;
+	}
+	if (c->state == CONN_SUSPENDED) {
+		hold_abort(d, c);
+		live_detach(d, c);
 		return;
 	}
 	log_conn("handshake timed out", c);
@@ -344,6 +356,7 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 	enum packet_error err;
 	bool outbound = qp->hook == NF_INET_LOCAL_OUT;
 	uint8_t syn_ack = 0;
+	struct conn *c;
 
 	err = packet_parse(qp->data, qp->len, &p);
 	if (err) {
@@ -367,6 +380,8 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		track_synack(d, q, qp, &p, outbound);
 	else if (!(p.flags & TCP_FLAG_SYN) && p.opt.racks_len)
 		track_message(d, q, qp, &p, outbound);
+	else if (outbound && (c = lookup(d, &p, true)) && c->hold)
+		queue_verdict(q, qp->id, hold_segment(d, c, &p));
 	else if (!outbound && (p.flags & TCP_FLAG_FIN)) {
 		d->edp.probe_fins++;
 		queue_verdict(q, qp->id,
@@ -386,6 +401,11 @@ static void sweep_socket(void *arg, const struct sockdiag_entry *e)
 	if (c) {
 		c->swept = true;
 		c->tcp_state = e->state;
+		/* Closing for good: nothing left to keep alive, and the peer
+		 * may have forgotten it already. */
+		if (c->host && (e->state == TCP_STATE_TIME_WAIT ||
+				e->state == TCP_STATE_CLOSE))
+			live_detach(d, c);
 	}
 }
 

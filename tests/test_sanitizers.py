@@ -25,7 +25,8 @@ def asan_rackds(topo):
     if not ASAN_RACKD.exists():
         pytest.fail(f"{ASAN_RACKD} missing: run `make asan`")
     return [topo.start_rackd(h, binary=str(ASAN_RACKD), env=SAN_ENV,
-                             config="sweep_interval = 200ms\n")
+                             config="sweep_interval = 200ms\n"
+                                    "suspend_after = 1s\n")
             for h in ("a", "b")]
 
 
@@ -57,6 +58,20 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
                timeout=60)
     burst.stdin.write("\n")
     burst.stdin.flush()
+    # A transfer held through a cut and resumed.
+    server = testbed.start_xfer_server(topo.b, 5004, timeout=60)
+    client = testbed.start_xfer_client(topo.a, topo.addr["b"]["v4"], 5004,
+                                       4 * 2**20, rate=2**20, announce=True,
+                                       timeout=60)
+    client.connected()
+    topo.cut_silent("b")
+    testbed.wait_until(lambda: ra.status()["suspended"] >= 1, 10,
+                       "a suspension")
+    import time
+    time.sleep(2)
+    topo.restore_silent("b")
+    assert client.result(60)["sent_bytes"] == 4 * 2**20
+    assert server.results()[0]["recv_bytes"] == 4 * 2**20
     for rackd in (ra, rb):
         rackd.ctl("list")
         rackd.ctl("status")

@@ -530,6 +530,7 @@ TEST(dump_round_trip)
 			     "mark = 0x7261636b\nports = 80, 8000-8080\n"
 			     "exclude = fd00::/8\nsyn_timeout = 1500ms\n"
 			     "setup_timeout = 5s\nanswer_probes = yes\n"
+			     "suspend_after = 5s\nmax_suspend = 3d\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
 			     "log_level = info\n");
 	}

@@ -144,7 +144,7 @@ TEST(build_without_room)
 		CHECK_EQ_INT(edp_option_build(&m, buf, size), size);
 	}
 	/* Unknown types are never built, whatever the room. */
-	static const uint8_t bad[] = { 0, 6, 15, 0xff };
+	static const uint8_t bad[] = { 0, 8, 15, 0xff };
 
 	for (size_t i = 0; i < sizeof(bad); i++) {
 		struct edp_msg m = random_msg(bad[i]);
@@ -225,7 +225,7 @@ TEST(parse_length)
 TEST(parse_version_and_type)
 {
 	static const uint8_t versions[] = { 0, 2, 15 };
-	static const uint8_t types[] = { 0, 6, 15 };
+	static const uint8_t types[] = { 0, 8, 15 };
 	uint8_t b[8];
 	struct edp_msg m;
 

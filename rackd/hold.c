@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "hold.h"
+
+#include <netinet/in.h> /* before linux/ headers: libc-compat */
+#include <linux/netfilter.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+#include "liveness.h"
+#include "log.h"
+#include "loop.h"
+#include "rackd.h"
+#include "sockdiag.h"
+
+#define TCP_OPT_NOP 1
+#define TCP_OPT_TS_LEN 10
+/* The window reopened at resumption: the kernel scales it by the peer's
+ * shift; the peer's real window arrives with its first ACK anyway. */
+#define HOLD_OPEN_WINDOW 65535
+
+/* Read snd_una and rcv_nxt from the kernel: they never change while the
+ * peer is unreachable, and only they may be acknowledged. Returns the
+ * segments in flight, or -1 if the socket could not be read. */
+static int hold_read_progress(struct conn *c)
+{
+	struct sockdiag_progress pr;
+	struct conn_hold *h = c->hold;
+
+	if (sockdiag_progress(&c->local, &c->remote, &pr))
+		return -1;
+	/* Measured on Linux 6.18: the active opener's bytes_acked counts its
+	 * SYN (1001 after 1000 bytes), the passive opener's does not count
+	 * its SYN-ACK; bytes_received never counts the peer's SYN. */
+	h->snd_una = c->lend.isn + (uint32_t)pr.bytes_acked +
+		     (c->dir == CONN_OUTGOING ? 0 : 1);
+	h->rcv_nxt = c->rend.isn + 1 + (uint32_t)pr.bytes_received;
+	h->known = true;
+	return (int)pr.unacked;
+}
+
+/* An ACK in the peer's name to the local socket. */
+static void hold_ack(struct rackd *d, struct conn *c, uint16_t window)
+{
+	struct conn_hold *h = c->hold;
+	uint8_t ts[12];
+	struct inject_segment seg = {
+		.src = &c->remote, .dst = &c->local,
+		.seq = h->rcv_nxt, .ack = h->snd_una,
+		.flags = TCP_FLAG_ACK, .window = window,
+	};
+
+	if (h->have_ts) {
+		/* TSval = what the socket last saw from the peer: never
+		 * older, so PAWS (RFC 7323) accepts it. */
+		ts[0] = ts[1] = TCP_OPT_NOP;
+		ts[2] = TCP_OPT_TIMESTAMP;
+		ts[3] = TCP_OPT_TS_LEN;
+		for (int i = 0; i < 4; i++) {
+			ts[4 + i] = (uint8_t)(h->peer_tsval >> (24 - 8 * i));
+			ts[8 + i] = (uint8_t)(h->own_tsval >> (24 - 8 * i));
+		}
+		seg.options = ts;
+		seg.optlen = sizeof(ts);
+	}
+	if (inject_send(d->inject, &seg))
+		d->edp.send_errors++;
+}
+
+void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
+{
+	char err[256];
+	unsigned held = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c = conns[i];
+
+		if (c->hold)
+			continue;
+		conns[held++] = c;	/* only these join the nft set */
+		c->hold = xcalloc(1, sizeof(*c->hold));
+		c->hold->since = loop_now();
+		hold_read_progress(c);
+		c->state = CONN_SUSPENDED;
+		c->state_since = c->hold->since;
+		c->suspensions++;
+		d->live.stats.suspensions++;
+		loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
+	}
+	if (ruleset_held(conns, held, true, err, sizeof(err)))
+		log_warnx("holding %u connection(s): %s", held, err);
+}
+
+void hold_free(struct rackd *d, struct conn *c)
+{
+	char err[256];
+
+	(void)d;
+	if (!c->hold)
+		return;
+	if (ruleset_held(&c, 1, false, err, sizeof(err)))
+		log_debug("releasing hold: %s", err);
+	free(c->hold);
+	c->hold = NULL;
+}
+
+void hold_end(struct rackd *d, struct conn **conns, unsigned n)
+{
+	char err[256];
+	unsigned held = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (conns[i]->hold)
+			conns[held++] = conns[i];
+	n = held;
+	if (ruleset_held(conns, n, false, err, sizeof(err)))
+		log_warnx("resuming %u connection(s): %s", n, err);
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c = conns[i];
+		struct conn_hold *h = c->hold;
+
+		if (!h)
+			continue;
+		/*
+		 * Reopen the window only for a socket with nothing in flight:
+		 * it then sends at once. With data in flight, an open window
+		 * would put its next retransmission timeout on the ordinary
+		 * path, whose tcp_retries2 clock has run since before the cut
+		 * and would kill it; kept closed, the timeout retransmits as a
+		 * zero-window probe, which never gives up, and the peer's real
+		 * ACK reopens the window and restarts that clock.
+		 */
+		if (h->answered && hold_read_progress(c) == 0)
+			hold_ack(d, c, HOLD_OPEN_WINDOW);
+		free(h);
+		c->hold = NULL;
+		c->state = CONN_CONNECTED;
+		c->state_since = loop_now();
+		loop_timer_cancel(d->loop, &c->expiry);
+		d->live.stats.resumes++;
+	}
+}
+
+uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
+{
+	struct conn_hold *h = c->hold;
+
+	if (p->flags & TCP_FLAG_RST)
+		return NF_DROP;
+	/* The socket acknowledges data we never answered for: the peer's
+	 * segments arrive again, so the path works. Resume now rather than
+	 * swallow the very ACK the peer is waiting for. */
+	if (h->known && (p->flags & TCP_FLAG_ACK) &&
+	    (int32_t)(p->ack - h->rcv_nxt) > 0) {
+		d->live.stats.resumed_by_traffic++;
+		live_heard_path(d, c);
+		return NF_ACCEPT;
+	}
+	if (p->opt.has_timestamp) {
+		h->have_ts = true;
+		h->peer_tsval = p->opt.tsecr;
+		h->own_tsval = p->opt.tsval;
+	}
+	/* The socket's own segment carries its current rcv_nxt. */
+	if (h->known && (p->flags & TCP_FLAG_ACK))
+		h->rcv_nxt = p->ack;
+	if (!h->known) {
+		hold_read_progress(c);
+		if (!h->known)
+			return NF_DROP;
+	}
+	/* Never beyond what this segment proves unacknowledged: data or a
+	 * FIN at seq S means snd_una <= S; a window probe is sent at
+	 * snd_una - 1. Acknowledging more would make the kernel free data
+	 * the peer never received. */
+	uint32_t bound = p->seq + (p->payload_len || (p->flags & TCP_FLAG_FIN)
+					   ? 0 : 1);
+
+	if ((int32_t)(h->snd_una - bound) > 0) {
+		d->live.stats.hold_clamped++;
+		h->snd_una = bound;
+	}
+	/* Window 0, acknowledging nothing new: the socket keeps its data
+	 * and waits, without counting towards any timeout. */
+	hold_ack(d, c, 0);
+	h->answered++;
+	d->live.stats.hold_answers++;
+	return NF_DROP;
+}
+
+void hold_abort(struct rackd *d, struct conn *c)
+{
+	struct conn_hold *h = c->hold;
+
+	/* An exact RST needs the socket's rcv_nxt as it is now. */
+	if (h)
+		hold_read_progress(c);
+	if (h && h->known) {
+		struct inject_segment rst = {
+			.src = &c->remote, .dst = &c->local,
+			.seq = h->rcv_nxt, .flags = TCP_FLAG_RST,
+		};
+
+		if (inject_send(d->inject, &rst))
+			d->edp.send_errors++;
+	}
+	d->live.stats.aborted++;
+	log_info("conn %llu: suspended for max_suspend: aborted",
+		 (unsigned long long)c->id);
+	hold_free(d, c);
+	c->state = CONN_RELEASED;
+	c->state_since = loop_now();
+}

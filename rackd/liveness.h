@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Failure detection, per path (local address, remote address) rather than
+ * per connection: 10,000 connections between two hosts cost one heartbeat
+ * per interval. A heartbeat is a zero-length segment of one of the path's
+ * connections carrying racks' option, with a counter and a MAC under that
+ * connection's key; the peer rackd answers it and consumes both, so no
+ * socket sees them. A path not heard from for suspend_after is suspended
+ * (hold.c), at once when rtnetlink reports its interface without carrier;
+ * hearing from it again resumes every connection on it.
+ */
+#ifndef RACKS_LIVENESS_H
+#define RACKS_LIVENESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "conn.h"
+#include "option.h"
+#include "packet.h"
+#include "rtnl.h"
+#include "timer.h"
+
+struct live_peer {
+	struct addr local, remote;
+	uint64_t last_heard;	/* monotonic ms */
+	bool suspended;
+	unsigned nconns;
+	struct conn *conns;	/* linked through conn->host_next */
+	struct timer timer;
+	struct live_peer *next;
+};
+
+struct live_addr {
+	struct addr addr;
+	uint32_t ifindex;
+	struct live_addr *next;
+};
+
+struct live_stats {
+	uint64_t heartbeats_out, heartbeats_in, heartbeat_acks_in;
+	uint64_t replayed;
+	uint64_t suspensions, resumes, aborted;
+	uint64_t hold_answers;
+	uint64_t hold_clamped;		/* snd_una corrected down by a segment */
+	uint64_t link_suspensions;	/* suspended at once by rtnetlink */
+	uint64_t resumed_by_traffic;	/* the socket heard from the peer first */
+};
+
+struct live_state {
+	struct live_peer *peers;
+	struct live_addr *addrs;	/* local addresses and their links */
+	struct live_stats stats;
+};
+
+struct rackd;
+
+/* A connection became connected: it joins its path's heartbeats. */
+void live_attach(struct rackd *d, struct conn *c);
+/* A connection goes away. */
+void live_detach(struct rackd *d, struct conn *c);
+/* A heartbeat or its answer for C; returns the verdict. */
+uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m);
+/* Evidence that C's path works again (other than a heartbeat). */
+void live_heard_path(struct rackd *d, struct conn *c);
+/* rtnetlink events: links losing carrier suspend their paths at once. */
+void live_link_event(struct rackd *d, const struct rtnl_link_event *ev);
+void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev);
+unsigned live_suspended_count(const struct rackd *d);
+void live_free(struct rackd *d);
+
+#endif
