@@ -395,6 +395,55 @@ static int run_probe(struct ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Stream events: one JSON object per line, flushed as it arrives, until
+ * rackd goes away (exit 1) or the user interrupts.
+ */
+static int run_events(struct ctx *ctx, int argc, char **argv)
+{
+	static const char req[] = "cmd=events\nversion=1\n\n";
+	int fd = connect_daemon(ctx->sock_path);
+	size_t len = 0, cap = 65536, mlen;
+	char *buf = malloc(cap);
+	bool subscribed = false;
+
+	(void)argc, (void)argv;
+	if (!buf)
+		die("out of memory");
+	send_all(fd, req, sizeof(req) - 1);
+	for (;;) {
+		while ((mlen = proto_message_len(buf, len)) > 0) {
+			struct proto_msg m;
+
+			if (proto_parse(buf, mlen, &m))
+				die("malformed event from rackd");
+			if (!subscribed) {
+				const char *e = proto_get(&m, "errno");
+
+				if (!e || atoi(e))
+					die("rackd refused the subscription");
+				subscribed = true;
+			} else {
+				json_object(&m, 0, m.n);
+				putchar('\n');
+				fflush(stdout);
+			}
+			proto_msg_free(&m);
+			memmove(buf, buf + mlen, len - mlen);
+			len -= mlen;
+		}
+		if (len == cap)
+			die("event from rackd too long");
+		ssize_t n = recv(fd, buf + len, cap - len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("rackd closed the event stream");
+		len += (size_t)n;
+	}
+}
+
 static int run_help(struct ctx *ctx, int argc, char **argv);
 
 static const struct subcommand subcommands[] = {
@@ -405,6 +454,8 @@ static const struct subcommand subcommands[] = {
 	  1, 1, run_show },
 	{ "reload", "", "re-read the configuration (root only)", 0, 0,
 	  run_reload },
+	{ "events", "", "stream connection events as JSON lines", 0, 0,
+	  run_events },
 	{ "probe", "HOST:PORT", "ask whether a server runs racks (no rackd needed)",
 	  1, 1, run_probe },
 	{ "help", "", "this text", 0, 0, run_help },

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl_cmds.h"
@@ -18,6 +19,7 @@
 #include "loop.h"
 #include "proto.h"
 #include "rackd.h"
+#include "setup.h"
 
 /* Requests are a few lines; anything longer is refused. */
 #define CTL_MAX_REQUEST (64 * 1024)
@@ -31,6 +33,7 @@ struct ctl_client {
 	char *out;		/* pending reply bytes */
 	size_t outlen, outoff;
 	bool closing;		/* peer finished sending: close when flushed */
+	bool subscribed;	/* receives events */
 	struct ctl_client *next;
 };
 
@@ -39,7 +42,11 @@ struct ctl {
 	char *path;
 	int fd;
 	struct ctl_client *clients;
+	struct ctl_client *current;	/* whose request is being served */
 };
+
+/* A subscriber that lets this much pile up is too slow: dropped. */
+#define CTL_MAX_BACKLOG (1024 * 1024)
 
 static void client_free(struct ctl_client *cl)
 {
@@ -105,7 +112,9 @@ static void client_request(struct ctl_client *cl, char *msg, size_t len)
 		snprintf(err, sizeof(err), "'%s' needs root", name);
 		ret = -EPERM;
 	} else {
+		cl->ctl->current = cl;
 		ret = cmd->run(d, &req, out, err, sizeof(err));
+		cl->ctl->current = NULL;
 	}
 	proto_msg_free(&req);
 reply:
@@ -308,6 +317,54 @@ err:
 	free(ctl->path);
 	free(ctl);
 	return ret;
+}
+
+void ctl_subscribe_current(struct ctl *ctl)
+{
+	if (ctl->current)
+		ctl->current->subscribed = true;
+}
+
+void ctl_event(struct ctl *ctl, const char *event, const struct conn *c,
+	       const char *reason)
+{
+	char *msg = NULL, l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+	size_t len = 0;
+	struct timespec ts;
+	FILE *f;
+
+	if (!ctl)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	f = open_memstream(&msg, &len);
+	if (!f)
+		fatalx(EXIT_NOMEM, "out of memory");
+	proto_put(f, "event", "%s", event);
+	proto_put(f, "time_ms", "%lld", (long long)ts.tv_sec * 1000 +
+					 ts.tv_nsec / 1000000);
+	proto_put(f, "id", "%llu", (unsigned long long)c->id);
+	if (c->edp && c->edp->keyed)
+		proto_put(f, "conn_id", "%016llx",
+			  (unsigned long long)c->edp->conn_id);
+	proto_put(f, "local", "%s", endpoint_format(&c->local, l, sizeof(l)));
+	proto_put(f, "remote", "%s", endpoint_format(&c->remote, r, sizeof(r)));
+	if (reason)
+		proto_put(f, "reason", "%s", reason);
+	fputc('\n', f);
+	fclose(f);
+	for (struct ctl_client *cl = ctl->clients, *next; cl; cl = next) {
+		next = cl->next;
+		if (!cl->subscribed)
+			continue;
+		if (cl->outlen - cl->outoff > CTL_MAX_BACKLOG) {
+			log_warnx("events: dropping a subscriber that does not read");
+			client_free(cl);
+			continue;
+		}
+		client_append(cl, msg, len);
+		client_flush(cl);
+	}
+	free(msg);
 }
 
 void ctl_close(struct ctl *ctl)

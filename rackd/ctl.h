@@ -16,4 +16,12 @@ int ctl_open(struct ctl **out, struct rackd *d, const char *path);
 /* Close every client and unlink the socket. */
 void ctl_close(struct ctl *ctl);
 
+struct conn;
+
+/* Tell every `rackctl events` subscriber what happened to C. */
+void ctl_event(struct ctl *ctl, const char *event, const struct conn *c,
+	       const char *reason);
+/* Make the client behind the request being served a subscriber. */
+void ctl_subscribe_current(struct ctl *ctl);
+
 #endif

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "loop.h"
 #include "queue.h"
 #include "rackd.h"
@@ -250,11 +251,21 @@ static int cmd_reload(struct rackd *d, const struct proto_msg *req, FILE *out,
 	return rackd_reload(d, err, errlen);
 }
 
+/* The reply opens a stream: every later event is one more message. */
+static int cmd_events(struct rackd *d, const struct proto_msg *req, FILE *out,
+		      char *err, size_t errlen)
+{
+	(void)req, (void)out, (void)err, (void)errlen;
+	ctl_subscribe_current(d->ctl);
+	return 0;
+}
+
 static const struct ctl_command ctl_commands[] = {
 	{ "status", false, cmd_status },
 	{ "list", false, cmd_list },
 	{ "show", false, cmd_show },
 	{ "reload", true, cmd_reload },
+	{ "events", false, cmd_events },
 };
 
 const struct ctl_command *ctl_command_find(const char *name)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl.h"
 #include "inject.h"
 #include "liveness.h"
 #include "log.h"
@@ -85,6 +86,7 @@ void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 		c->state_since = c->hold->since;
 		c->suspensions++;
 		d->live.stats.suspensions++;
+		ctl_event(d->ctl, "suspend", c, NULL);
 		loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
 	}
 	if (ruleset_held(conns, held, true, err, sizeof(err)))
@@ -138,6 +140,7 @@ void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 		c->state_since = loop_now();
 		loop_timer_cancel(d->loop, &c->expiry);
 		d->live.stats.resumes++;
+		ctl_event(d->ctl, "resume", c, NULL);
 	}
 }
 
@@ -205,6 +208,7 @@ void hold_abort(struct rackd *d, struct conn *c)
 			d->edp.send_errors++;
 	}
 	d->live.stats.aborted++;
+	ctl_event(d->ctl, "abort", c, "suspended longer than max_suspend");
 	log_info("conn %llu: suspended for max_suspend: aborted",
 		 (unsigned long long)c->id);
 	hold_free(d, c);

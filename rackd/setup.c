@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl.h"
 #include "inject.h"
 #include "log.h"
 #include "loop.h"
@@ -139,6 +140,7 @@ static void setup_connected(struct rackd *d, struct conn *c)
 	edp_keypair_wipe(&e->kp);
 	d->edp.setup_ok++;
 	log_setup(c, "connected");
+	ctl_event(d->ctl, "connected", c, NULL);
 	live_attach(d, c);
 }
 
@@ -337,6 +339,8 @@ void setup_free(struct rackd *d, struct conn *c)
 void setup_release(struct rackd *d, struct conn *c, const char *why)
 {
 	log_setup(c, why);
+	if (c->peer == PEER_RACKS)
+		ctl_event(d->ctl, "released", c, why);
 	setup_free(d, c);
 	loop_timer_cancel(d->loop, &c->expiry);
 	c->peer = PEER_NONE;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "answer.h"
+#include "ctl.h"
 #include "hold.h"
 #include "liveness.h"
 #include "csum.h"
@@ -438,6 +439,8 @@ void track_sweep(struct rackd *d)
 			continue;
 		log_conn("closed", c);
 		d->stats.conns_closed++;
+		if (c->peer == PEER_RACKS)
+			ctl_event(d->ctl, "close", c, NULL);
 		track_forget(d, c);
 	}
 }

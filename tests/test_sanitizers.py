@@ -32,6 +32,8 @@ def asan_rackds(topo):
 
 def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
     ra, rb = asan_rackds
+    # An events subscriber, left connected until rackd shuts down.
+    topo.a.popen([ra.rackctl, "-S", str(ra.sock), "events"])
     server = testbed.start_xfer_server(topo.b, 5001, send=20 * 2**20, count=3)
     for family in ("v4", "v6", "v4"):
         report = testbed.xfer_client(topo.a, topo.addr["b"][family], 5001,

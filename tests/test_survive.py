@@ -279,3 +279,34 @@ def test_a_hundred_connections_through_one_cut(topo):
                for r in reports)
     st = ra.status()
     assert st["suspensions"] == n and st["resumes"] == n, st
+
+
+def test_events_stream_tells_what_happened(topo):
+    """`rackctl events` prints one JSON line per event, as it happens."""
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    events = topo.a.popen([ra.rackctl, "-S", str(ra.sock), "events"])
+    # The subscription is served before any connection exists.
+    testbed.wait_until(lambda: ra.status()["ctl_requests"] >= 2, 5,
+                       "the subscription")
+    server = start_xfer_server(topo.b, PORT)
+    client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, 2 * MB,
+                               rate=MB, announce=True, timeout=60)
+    client.connected()
+
+    def next_event():
+        return json.loads(testbed.read_line(events, 15, "an event"))
+
+    seen = [next_event()]
+    topo.cut_silent("b")
+    seen.append(next_event())
+    topo.restore_silent("b")
+    seen.append(next_event())
+    client.result(60)
+    server.results()
+    assert [e["event"] for e in seen] == ["connected", "suspend", "resume"]
+    assert len({e["id"] for e in seen}) == 1
+    assert len({e["conn_id"] for e in seen}) == 1
+    assert seen[0]["local"].startswith(topo.addr["a"]["v4"] + ":")
+    assert seen[0]["remote"] == f"{topo.addr['b']['v4']}:{PORT}"
+    assert all(isinstance(e["time_ms"], int) for e in seen)
