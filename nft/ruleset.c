@@ -92,6 +92,12 @@ static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 			cfg->mark);
 	}
 	if (strcmp(hook, "input") == 0) {
+		/* ...and, while they resume, the peer's segments to them. */
+		fprintf(f, "\t\tmeta mark != 0x%08x ip daddr . tcp dport . "
+			   "ip saddr . tcp sport @held4 goto divert\n", cfg->mark);
+		fprintf(f, "\t\tmeta mark != 0x%08x ip6 daddr . tcp dport . "
+			   "ip6 saddr . tcp sport @held6 goto divert\n",
+			cfg->mark);
 		/* The peer rackd's set-up messages: racks' option on a
 		 * segment without SYN (RFC 6994 ExID at option offset 2). */
 		fprintf(f, "\t\ttcp flags & syn == 0 tcp option @%d,16,16 "

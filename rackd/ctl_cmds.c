@@ -75,6 +75,8 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "suspend_aborts", l->aborted);
 	put_u64(out, "hold_answers", l->hold_answers);
 	put_u64(out, "hold_clamped", l->hold_clamped);
+	put_u64(out, "resume_kicks", l->resume_kicks);
+	put_u64(out, "windows_closed", l->windows_closed);
 	put_u64(out, "heartbeats_out", l->heartbeats_out);
 	put_u64(out, "heartbeats_in", l->heartbeats_in);
 	put_u64(out, "heartbeat_acks_in", l->heartbeat_acks_in);

@@ -11,6 +11,7 @@
 #include "liveness.h"
 #include "log.h"
 #include "loop.h"
+#include "rewrite.h"
 #include "rackd.h"
 #include "sockdiag.h"
 
@@ -19,6 +20,8 @@
 /* The window reopened at resumption: the kernel scales it by the peer's
  * shift; the peer's real window arrives with its first ACK anyway. */
 #define HOLD_OPEN_WINDOW 65535
+/* A resumption whose retransmission is never acknowledged lets go. */
+#define HOLD_RESUME_MAX_MS 10000
 
 /* Read snd_una and rcv_nxt from the kernel: they never change while the
  * peer is unreachable, and only they may be acknowledged. Returns the
@@ -106,23 +109,93 @@ void hold_free(struct rackd *d, struct conn *c)
 	c->hold = NULL;
 }
 
-void hold_end(struct rackd *d, struct conn **conns, unsigned n)
+/*
+ * Resume a socket we answered. With nothing in flight, an ACK reopening
+ * the window makes it send at once. With data in flight, its window stays
+ * closed (an open one would put its next timeout on the ordinary path,
+ * whose tcp_retries2 clock has run since before the cut), and its timer,
+ * backed off during the cut, is wound back instead: one ICMP unreachable
+ * per backoff step (RFC 6069), after which the kernel retransmits at
+ * once, as a zero-window probe that reaches the peer now.
+ */
+static bool hold_kick(struct rackd *d, struct conn *c)
+{
+	struct sockdiag_progress pr;
+	struct conn_hold *h = c->hold;
+
+	if (sockdiag_progress(&c->local, &c->remote, &pr))
+		return false;
+	if (pr.unacked == 0) {
+		hold_read_progress(c);
+		hold_ack(d, c, HOLD_OPEN_WINDOW);
+		return false;
+	}
+	hold_read_progress(c);
+	for (uint32_t i = 0; i < pr.backoff; i++)
+		if (inject_unreachable(d->inject, &c->local, &c->remote,
+				       h->snd_una))
+			d->edp.send_errors++;
+	d->live.stats.resume_kicks += pr.backoff;
+	return true;
+}
+
+/* Resumed for good: out of the held sets, the hold forgotten. */
+void hold_finish(struct rackd *d, struct conn *c)
 {
 	char err[256];
+
+	if (!c->hold)
+		return;
+	if (ruleset_held(&c, 1, false, err, sizeof(err)))
+		log_warnx("releasing conn %llu: %s", (unsigned long long)c->id,
+			  err);
+	free(c->hold);
+	c->hold = NULL;
+	loop_timer_cancel(d->loop, &c->expiry);
+}
+
+int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
+		 uint8_t *out, size_t outsize)
+{
+	struct conn_hold *h = c->hold;
+
+	if (!h->resuming) {
+		/* Suspended, yet the peer's segments arrive: resume. */
+		d->live.stats.resumed_by_traffic++;
+		live_heard_path(d, c);
+		if (!c->hold || !c->hold->resuming)
+			return 0;
+		h = c->hold;
+	}
+	/* The peer acknowledges our retransmission: our socket's timeout
+	 * clock restarts, and its window may open. */
+	if ((p->flags & TCP_FLAG_ACK) && (int32_t)(p->ack - h->snd_una) > 0) {
+		hold_finish(d, c);
+		return 0;
+	}
+	/* Until then the window it sees stays closed, or its next timeout
+	 * would take the ordinary path and count since before the cut. */
+	if (p->window == 0 || p->len > outsize)
+		return 0;
+	memcpy(out, p->data, p->len);
+	out[p->tcp_off + 14] = out[p->tcp_off + 15] = 0;
+	rewrite_fix(out, p->len, p->tcp_off, p);
+	d->live.stats.windows_closed++;
+	return (int)p->len;
+}
+
+void hold_end(struct rackd *d, struct conn **conns, unsigned n)
+{
 	unsigned held = 0;
 
 	for (unsigned i = 0; i < n; i++)
-		if (conns[i]->hold)
+		if (conns[i]->hold && !conns[i]->hold->resuming)
 			conns[held++] = conns[i];
 	n = held;
-	if (ruleset_held(conns, n, false, err, sizeof(err)))
-		log_warnx("resuming %u connection(s): %s", n, err);
 	for (unsigned i = 0; i < n; i++) {
 		struct conn *c = conns[i];
 		struct conn_hold *h = c->hold;
 
-		if (!h)
-			continue;
 		/*
 		 * Reopen the window only for a socket with nothing in flight:
 		 * it then sends at once. With data in flight, an open window
@@ -132,14 +205,16 @@ void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 		 * zero-window probe, which never gives up, and the peer's real
 		 * ACK reopens the window and restarts that clock.
 		 */
-		if (h->answered && hold_read_progress(c) == 0)
-			hold_ack(d, c, HOLD_OPEN_WINDOW);
-		free(h);
-		c->hold = NULL;
 		c->state = CONN_CONNECTED;
 		c->state_since = loop_now();
-		loop_timer_cancel(d->loop, &c->expiry);
 		d->live.stats.resumes++;
+		if (h->answered && hold_kick(d, c)) {
+			/* Stays in the sets until the peer acknowledges. */
+			h->resuming = true;
+			loop_timer_arm(d->loop, &c->expiry, HOLD_RESUME_MAX_MS);
+		} else {
+			hold_finish(d, c);
+		}
 		ctl_event(d->ctl, "resume", c, NULL);
 	}
 }
@@ -148,6 +223,9 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
 {
 	struct conn_hold *h = c->hold;
 
+	/* Resuming: the socket's segments go to the peer again. */
+	if (h->resuming)
+		return NF_ACCEPT;
 	if (p->flags & TCP_FLAG_RST)
 		return NF_DROP;
 	/* The socket acknowledges data we never answered for: the peer's

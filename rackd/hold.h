@@ -27,6 +27,8 @@ struct conn_hold {
 	uint32_t peer_tsval;	/* the socket's TSecr: what it last saw */
 	uint32_t own_tsval;	/* the socket's own latest TSval */
 	uint32_t answered;
+	bool resuming;		/* peer reachable, our retransmission not yet
+				 * acknowledged: its window is kept closed */
 };
 
 struct rackd;
@@ -37,6 +39,12 @@ void hold_begin(struct rackd *d, struct conn **conns, unsigned n);
 void hold_end(struct rackd *d, struct conn **conns, unsigned n);
 /* An outgoing segment of a held connection: answered, then dropped. */
 uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p);
+/* A segment from the peer of a held or resuming connection; the verdict
+ * may replace the packet (DATA, LEN) with a rewritten copy in OUT. */
+int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
+		 uint8_t *out, size_t outsize);
+/* Resumption took too long: let go of the window regardless. */
+void hold_finish(struct rackd *d, struct conn *c);
 /* Give up after max_suspend: reset the local socket, deliberately. */
 void hold_abort(struct rackd *d, struct conn *c);
 /* Forget the hold of a connection that is going away. */

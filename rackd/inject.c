@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "csum.h"
 #include "log.h"
+#include "packet.h"
 
 #define IPV4_HDR 20
 #define IPV6_HDR 40
@@ -146,6 +148,76 @@ int inject_build(const struct inject_segment *seg, uint8_t *out,
 
 	memcpy(tcp + 16, &sum, 2);
 	return (int)total;
+}
+
+static int send_raw(struct inject *inj, const struct addr *dst,
+		    const uint8_t *buf, size_t len)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sslen;
+	int fd;
+
+	if (dst->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, dst->bytes, 4);
+		sslen = sizeof(*sin);
+		fd = inj->fd4;
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, dst->bytes, 16);
+		sslen = sizeof(*sin6);
+		fd = inj->fd6;
+	}
+	if (sendto(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&ss,
+		   sslen) < 0)
+		return -errno;
+	return 0;
+}
+
+int inject_unreachable(struct inject *inj, const struct endpoint *local,
+		       const struct endpoint *remote, uint32_t seq)
+{
+	bool v4 = local->addr.family == AF_INET;
+	size_t iphdr = v4 ? IPV4_HDR : IPV6_HDR;
+	/* The quoted packet: its IP header and the first 8 TCP bytes. */
+	struct inject_segment quoted = {
+		.src = local, .dst = remote, .seq = seq,
+		.flags = TCP_FLAG_ACK,
+	};
+	uint8_t q[IPV6_HDR + TCP_HDR], buf[IPV6_HDR + 8 + sizeof(q)];
+	size_t qlen = iphdr + 8, icmp_len = 8 + qlen, total = iphdr + icmp_len;
+	uint8_t *icmp = buf + iphdr;
+	/* The error comes from the remote address, as from its last hop. */
+	struct inject_segment outer = { .src = remote, .dst = local };
+	uint32_t sum;
+
+	if (inject_build(&quoted, q, sizeof(q)) < 0)
+		return -EINVAL;
+	build_ip(&outer, buf, total);
+	if (v4) {
+		buf[9] = IPPROTO_ICMP;
+		buf[10] = buf[11] = 0;
+		put16(buf + 10, (uint16_t)~csum_fold(csum_add(0, buf,
+							      IPV4_HDR)));
+	} else {
+		buf[6] = IPPROTO_ICMPV6;
+	}
+	memset(icmp, 0, 8);
+	icmp[0] = v4 ? 3 : 1;		/* destination unreachable */
+	icmp[1] = v4 ? 1 : 0;		/* host unreachable / no route */
+	memcpy(icmp + 8, q, qlen);
+	if (v4)
+		sum = csum_add(0, icmp, icmp_len);
+	else
+		sum = csum_add(csum_pseudo(&remote->addr, &local->addr,
+					   IPPROTO_ICMPV6, (uint32_t)icmp_len),
+			       icmp, icmp_len);
+	put16(icmp + 2, (uint16_t)~csum_fold(sum));
+	return send_raw(inj, &local->addr, buf, total);
 }
 
 int inject_send(struct inject *inj, const struct inject_segment *seg)

@@ -31,6 +31,13 @@ void inject_close(struct inject *inj);
 void inject_set_mark(struct inject *inj, uint32_t mark);
 /* Build the segment (IP header, TCP header, checksums) and send it. */
 int inject_send(struct inject *inj, const struct inject_segment *seg);
+/*
+ * An ICMP host unreachable (ICMPv6 no route) to LOCAL about its segment
+ * LOCAL -> REMOTE at SEQ: Linux reverts one step of that socket's RTO
+ * backoff for each (RFC 6069, tcp_ld_RTO_revert()).
+ */
+int inject_unreachable(struct inject *inj, const struct endpoint *local,
+		       const struct endpoint *remote, uint32_t seq);
 /* Build only (exposed for tests): returns the length or -errno. */
 int inject_build(const struct inject_segment *seg, uint8_t *out,
 		 size_t outsize);

@@ -13,6 +13,11 @@
 #include "rackd.h"
 #include "setup.h"
 
+/* Kernel TCP states (include/net/tcp_states.h). */
+#define TCP_STATE_FIN_WAIT2 5
+#define TCP_STATE_LAST_ACK 9
+#define TCP_STATE_CLOSING 11
+
 /* While suspended, the peer is probed at least this often, so that a
  * restored path resumes within about a second. */
 #define LIVE_PROBE_MAX_MS 1000
@@ -106,6 +111,36 @@ static void live_resume(struct rackd *d, struct live_peer *p)
 		 addr_format(&p->remote, r, sizeof(r)), n);
 }
 
+/* A closing socket's peer may have forgotten it already. */
+static bool may_carry(const struct conn *c)
+{
+	return c->tcp_state != TCP_STATE_FIN_WAIT2 &&
+	       c->tcp_state != TCP_STATE_LAST_ACK &&
+	       c->tcp_state != TCP_STATE_CLOSING;
+}
+
+/*
+ * Heartbeats take turns among the path's connections: one connection the
+ * peer has just forgotten can then never make the whole path look dead,
+ * since suspension needs several heartbeats in a row unanswered.
+ */
+static struct conn *next_carrier(struct live_peer *p)
+{
+	struct conn *start = p->carrier && p->carrier->host_next ?
+			     p->carrier->host_next : p->conns;
+	struct conn *c = start;
+
+	do {
+		if (may_carry(c)) {
+			p->carrier = c;
+			return c;
+		}
+		c = c->host_next ? c->host_next : p->conns;
+	} while (c != start);
+	p->carrier = start;
+	return start;
+}
+
 static void live_tick(struct timer *t, void *arg)
 {
 	struct live_peer *p = arg;
@@ -117,9 +152,9 @@ static void live_tick(struct timer *t, void *arg)
 		live_suspend(d, p, "no heartbeat answered");
 	iv = heartbeat_interval(d, p);
 	if (silent >= iv) {
-		struct conn_edp *e = p->conns->edp;
+		struct conn *c = next_carrier(p);
 
-		live_send(d, p->conns, EDP_HEARTBEAT, ++e->hb_out);
+		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
 		d->live.stats.heartbeats_out++;
 	}
 	next = iv;
@@ -182,6 +217,8 @@ void live_detach(struct rackd *d, struct conn *c)
 		;
 	if (*cp)
 		*cp = c->host_next;
+	if (p->carrier == c)
+		p->carrier = NULL;
 	c->host = NULL;
 	if (--p->nconns)
 		return;

@@ -28,6 +28,7 @@ struct live_peer {
 	bool suspended;
 	unsigned nconns;
 	struct conn *conns;	/* linked through conn->host_next */
+	struct conn *carrier;	/* the last heartbeat's connection */
 	struct timer timer;
 	struct live_peer *next;
 };
@@ -44,6 +45,8 @@ struct live_stats {
 	uint64_t suspensions, resumes, aborted;
 	uint64_t hold_answers;
 	uint64_t hold_clamped;		/* snd_una corrected down by a segment */
+	uint64_t resume_kicks;		/* RTO backoff steps wound back */
+	uint64_t windows_closed;	/* peer segments rewritten to window 0 */
 	uint64_t link_suspensions;	/* suspended at once by rtnetlink */
 	uint64_t resumed_by_traffic;	/* the socket heard from the peer first */
 };

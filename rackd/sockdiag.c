@@ -141,6 +141,7 @@ static int progress_attr(const struct nlattr *a, void *data)
 	ctx->out->snd_wscale = ti.tcpi_snd_wscale;
 	ctx->out->rcv_wscale = ti.tcpi_rcv_wscale;
 	ctx->out->unacked = ti.tcpi_unacked;
+	ctx->out->backoff = ti.tcpi_backoff;
 	ctx->found = true;
 	return MNL_CB_OK;
 }

@@ -29,6 +29,7 @@ struct sockdiag_progress {
 	uint64_t bytes_received;	/* rcv_nxt - peer ISN - 1 */
 	uint32_t snd_wscale, rcv_wscale;
 	uint32_t unacked;		/* segments in flight */
+	uint32_t backoff;		/* RTO backoff steps */
 };
 
 /* Look up the socket LOCAL <-> REMOTE and read its tcp_info. */

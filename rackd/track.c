@@ -61,6 +61,11 @@ static void track_expire(struct timer *t, void *arg)
 		live_detach(d, c);
 		return;
 	}
+	if (c->hold) {
+		/* A resumption that never heard back: stop holding. */
+		hold_finish(d, c);
+		return;
+	}
 	log_conn("handshake timed out", c);
 	d->stats.conns_expired++;
 	track_forget(d, c);
@@ -329,6 +334,18 @@ static void track_synack(struct rackd *d, struct queue *q,
 		queue_verdict(q, qp->id, NF_ACCEPT);
 }
 
+static void track_inbound_held(struct rackd *d, struct queue *q,
+			       const struct queue_packet *qp, struct conn *c,
+			       const struct packet *p)
+{
+	int len = hold_inbound(d, c, p, rewrite_buf, sizeof(rewrite_buf));
+
+	if (len > 0)
+		queue_verdict_replace(q, qp->id, rewrite_buf, (size_t)len);
+	else
+		queue_verdict(q, qp->id, NF_ACCEPT);
+}
+
 /* A segment carrying racks' option that is not a SYN: a set-up message. */
 static void track_message(struct rackd *d, struct queue *q,
 			  const struct queue_packet *qp,
@@ -383,6 +400,9 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		track_message(d, q, qp, &p, outbound);
 	else if (outbound && (c = lookup(d, &p, true)) && c->hold)
 		queue_verdict(q, qp->id, hold_segment(d, c, &p));
+	else if (!outbound && (c = lookup(d, &p, false)) && c->hold &&
+		 qp->len >= qp->orig_len)
+		track_inbound_held(d, q, qp, c, &p);
 	else if (!outbound && (p.flags & TCP_FLAG_FIN)) {
 		d->edp.probe_fins++;
 		queue_verdict(q, qp->id,

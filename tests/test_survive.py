@@ -61,8 +61,11 @@ def bulk_through_cut(topo, ra, rb, family, mode, cut_seconds, size=24 * MB):
     assert states(ra) == states(rb) == ["suspended"]
     restore(topo, mode)
     t_back = time.monotonic()
+    # The counter, not the list: resumed, the transfer may finish and its
+    # connection be forgotten before we look.
     for rackd in (ra, rb):
-        wait_all(rackd, "connected", 5)
+        testbed.wait_until(lambda: rackd.status()["resumes"] >= 1, 5,
+                           "resumption")
     resumed = time.monotonic() - t_back
     report = client.result(size // MB + cut_seconds + 60)
     srv = server.results(60)[0]
@@ -76,7 +79,12 @@ def bulk_through_cut(topo, ra, rb, family, mode, cut_seconds, size=24 * MB):
         st = rackd.status()
         assert st["suspensions"] == 1 and st["resumes"] == 1, st
         assert st["hold_clamped"] == 0, "snd_una was misread"
-        assert racks.data_packets_queued(st) >= 0
+    # Data flows again at once: the backed-off retransmission timer was
+    # wound back (RFC 6069), not waited for. Sending at 2 MB/s takes
+    # size / 2 MB seconds; the cut adds its length, and little else.
+    sending = size / (2 * MB)
+    assert report["seconds"] < sending + cut_seconds + 3, report["seconds"]
+    assert ra.status()["resume_kicks"] + rb.status()["resume_kicks"] > 0
     return detected, resumed
 
 
@@ -278,7 +286,9 @@ def test_a_hundred_connections_through_one_cut(topo):
     assert all(r["recv_bytes"] == size and r["recv_sha256"] == want
                for r in reports)
     st = ra.status()
-    assert st["suspensions"] == n and st["resumes"] == n, st
+    # Every connection was suspended and resumed at least once; a path
+    # restored in one direction before the other may flap once more.
+    assert st["suspensions"] >= n and st["resumes"] == st["suspensions"], st
 
 
 def test_events_stream_tells_what_happened(topo):
