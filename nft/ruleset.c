@@ -74,6 +74,18 @@ static void syn_chain(FILE *f, const struct config *cfg, const char *name,
 	fprintf(f, "\t}\n");
 }
 
+/* Divert segments of held flows; LOCAL / REMOTE say which of the
+ * header's source ("s") and destination ("d") is the local end. */
+static void held_rules(FILE *f, const struct config *cfg, const char *local,
+		       const char *remote)
+{
+	for (int v6 = 0; v6 < 2; v6++)
+		fprintf(f, "\t\tmeta mark != 0x%08x ip%s %saddr . tcp %sport . "
+			   "ip%s %saddr . tcp %sport @held%c goto divert\n",
+			cfg->mark, v6 ? "6" : "", local, local, v6 ? "6" : "",
+			remote, remote, v6 ? '6' : '4');
+}
+
 static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 		       const char *iftype, const char *target)
 {
@@ -83,21 +95,12 @@ static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
 		   "0x%08x meta %s != loopback jump %s\n",
 		cfg->mark, iftype, target);
-	if (strcmp(hook, "output") == 0) {
+	if (strcmp(hook, "output") == 0)
 		/* A held socket's segments are answered by rackd instead. */
-		fprintf(f, "\t\tmeta mark != 0x%08x ip saddr . tcp sport . "
-			   "ip daddr . tcp dport @held4 goto divert\n", cfg->mark);
-		fprintf(f, "\t\tmeta mark != 0x%08x ip6 saddr . tcp sport . "
-			   "ip6 daddr . tcp dport @held6 goto divert\n",
-			cfg->mark);
-	}
+		held_rules(f, cfg, "s", "d");
 	if (strcmp(hook, "input") == 0) {
 		/* ...and, while they resume, the peer's segments to them. */
-		fprintf(f, "\t\tmeta mark != 0x%08x ip daddr . tcp dport . "
-			   "ip saddr . tcp sport @held4 goto divert\n", cfg->mark);
-		fprintf(f, "\t\tmeta mark != 0x%08x ip6 daddr . tcp dport . "
-			   "ip6 saddr . tcp sport @held6 goto divert\n",
-			cfg->mark);
+		held_rules(f, cfg, "d", "s");
 		/* The peer rackd's set-up messages: racks' option on a
 		 * segment without SYN (RFC 6994 ExID at option offset 2). */
 		fprintf(f, "\t\ttcp flags & syn == 0 tcp option @%d,16,16 "

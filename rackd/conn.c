@@ -166,6 +166,18 @@ void conn_negotiate(const struct conn *c, struct conn_negotiated *n)
 	n->timestamps = l->has_timestamp && r->has_timestamp;
 }
 
+void conn_log(const struct conn *c, const char *what)
+{
+	char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+
+	if (!log_debug_enabled())
+		return;
+	log_debug("conn %llu %s: %s %s %s", (unsigned long long)c->id, what,
+		  endpoint_format(&c->local, l, sizeof(l)),
+		  conn_is_client(c) ? "->" : "<-",
+		  endpoint_format(&c->remote, r, sizeof(r)));
+}
+
 const char *conn_state_name(enum conn_state state)
 {
 	static const char *const names[CONN_STATE_MAX] = {

@@ -106,6 +106,15 @@ struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 void conn_remove(struct conn_table *tbl, struct conn *c);
 
 void conn_negotiate(const struct conn *c, struct conn_negotiated *n);
+
+/* The local end sent the SYN. */
+static inline bool conn_is_client(const struct conn *c)
+{
+	return c->dir == CONN_OUTGOING;
+}
+
+/* A debug line "conn ID WHAT: local -> remote". */
+void conn_log(const struct conn *c, const char *what);
 const char *conn_state_name(enum conn_state state);
 const char *conn_peer_name(enum conn_peer peer);
 const char *conn_dir_name(enum conn_dir dir);

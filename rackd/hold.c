@@ -23,23 +23,31 @@
 /* A resumption whose retransmission is never acknowledged lets go. */
 #define HOLD_RESUME_MAX_MS 10000
 
-/* Read snd_una and rcv_nxt from the kernel: they never change while the
- * peer is unreachable, and only they may be acknowledged. Returns the
- * segments in flight, or -1 if the socket could not be read. */
-static int hold_read_progress(struct conn *c)
+/* snd_una and rcv_nxt from the kernel's counters: they never change
+ * while the peer is unreachable, and only they may be acknowledged. */
+static void hold_apply_progress(struct conn *c,
+				const struct sockdiag_progress *pr)
 {
-	struct sockdiag_progress pr;
 	struct conn_hold *h = c->hold;
 
-	if (sockdiag_progress(&c->local, &c->remote, &pr))
-		return -1;
 	/* Measured on Linux 6.18: the active opener's bytes_acked counts its
 	 * SYN (1001 after 1000 bytes), the passive opener's does not count
 	 * its SYN-ACK; bytes_received never counts the peer's SYN. */
-	h->snd_una = c->lend.isn + (uint32_t)pr.bytes_acked +
+	h->snd_una = c->lend.isn + (uint32_t)pr->bytes_acked +
 		     (c->dir == CONN_OUTGOING ? 0 : 1);
-	h->rcv_nxt = c->rend.isn + 1 + (uint32_t)pr.bytes_received;
+	h->rcv_nxt = c->rend.isn + 1 + (uint32_t)pr->bytes_received;
 	h->known = true;
+}
+
+/* Read the socket's progress; returns its segments in flight, or -1 if
+ * it could not be read. */
+static int hold_read_progress(struct conn *c)
+{
+	struct sockdiag_progress pr;
+
+	if (sockdiag_progress(&c->local, &c->remote, &pr))
+		return -1;
+	hold_apply_progress(c, &pr);
 	return (int)pr.unacked;
 }
 
@@ -125,12 +133,11 @@ static bool hold_kick(struct rackd *d, struct conn *c)
 
 	if (sockdiag_progress(&c->local, &c->remote, &pr))
 		return false;
+	hold_apply_progress(c, &pr);
 	if (pr.unacked == 0) {
-		hold_read_progress(c);
 		hold_ack(d, c, HOLD_OPEN_WINDOW);
 		return false;
 	}
-	hold_read_progress(c);
 	for (uint32_t i = 0; i < pr.backoff; i++)
 		if (inject_unreachable(d->inject, &c->local, &c->remote,
 				       h->snd_una))

@@ -32,38 +32,22 @@ static uint64_t heartbeat_interval(const struct rackd *d,
 	return iv < 100 ? 100 : iv;
 }
 
-static bool is_client(const struct conn *c)
-{
-	return c->dir == CONN_OUTGOING;
-}
-
 static void live_send(struct rackd *d, struct conn *c, uint8_t type,
 		      uint32_t counter)
 {
 	struct conn_edp *e = c->edp;
 	struct edp_msg m = { .version = EDP_VERSION, .type = type,
 			     .counter = counter };
-	uint8_t opt[EDP_OPT_MAX_LEN + 3];
 	enum edp_role role;
 
 	if (type == EDP_HEARTBEAT)
-		role = is_client(c) ? EDP_ROLE_CLIENT_HEARTBEAT
+		role = conn_is_client(c) ? EDP_ROLE_CLIENT_HEARTBEAT
 				    : EDP_ROLE_SERVER_HEARTBEAT;
 	else
-		role = is_client(c) ? EDP_ROLE_CLIENT_HEARTBEAT_ACK
+		role = conn_is_client(c) ? EDP_ROLE_CLIENT_HEARTBEAT_ACK
 				    : EDP_ROLE_SERVER_HEARTBEAT_ACK;
 	edp_mac_counter(e->key, role, counter, &e->t, m.mac);
-
-	/* The same numbers as the set-up messages: the peer rackd checks
-	 * them, and a peer without rackd drops the segment as old. */
-	struct inject_segment seg = {
-		.src = &c->local, .dst = &c->remote,
-		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
-		.flags = TCP_FLAG_ACK, .window = 65535,
-		.options = opt, .optlen = edp_option_build(&m, opt, sizeof(opt)),
-	};
-
-	if (inject_send(d->inject, &seg))
+	if (setup_send_message(d, c, &m))
 		d->edp.send_errors++;
 }
 
@@ -254,10 +238,10 @@ uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
 	}
 	/* The sender's role: the other end of this connection. */
 	if (m->type == EDP_HEARTBEAT)
-		role = is_client(c) ? EDP_ROLE_SERVER_HEARTBEAT
+		role = conn_is_client(c) ? EDP_ROLE_SERVER_HEARTBEAT
 				    : EDP_ROLE_CLIENT_HEARTBEAT;
 	else
-		role = is_client(c) ? EDP_ROLE_SERVER_HEARTBEAT_ACK
+		role = conn_is_client(c) ? EDP_ROLE_SERVER_HEARTBEAT_ACK
 				    : EDP_ROLE_CLIENT_HEARTBEAT_ACK;
 	if (edp_mac_counter_verify(e->key, role, m->counter, &e->t, m->mac)) {
 		d->edp.bad_mac++;

@@ -18,20 +18,6 @@
  * if the peer rackd is gone, and then a large window cannot stall it. */
 #define SETUP_WINDOW 65535
 
-static bool is_client(const struct conn *c)
-{
-	return c->dir == CONN_OUTGOING;
-}
-
-static void log_setup(const struct conn *c, const char *what)
-{
-	char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
-
-	log_debug("conn %llu %s: %s %s %s", (unsigned long long)c->id, what,
-		  endpoint_format(&c->local, l, sizeof(l)),
-		  c->dir == CONN_OUTGOING ? "->" : "<-",
-		  endpoint_format(&c->remote, r, sizeof(r)));
-}
 
 static void set_state(struct conn *c, enum conn_state state)
 {
@@ -40,13 +26,28 @@ static void set_state(struct conn *c, enum conn_state state)
 }
 
 /* Send one set-up message as a zero-length segment of connection C. */
+int setup_send_message(struct rackd *d, const struct conn *c,
+		       const struct edp_msg *m)
+{
+	uint8_t opt[EDP_OPT_MAX_LEN + 3];
+	/* Sequence numbers inside the connection's first window: plausible
+	 * to middleboxes, checked by the peer rackd, and a peer without
+	 * rackd drops the segment as old. Never data: nothing is consumed. */
+	struct inject_segment seg = {
+		.src = &c->local, .dst = &c->remote,
+		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
+		.flags = TCP_FLAG_ACK, .window = SETUP_WINDOW,
+		.options = opt, .optlen = edp_option_build(m, opt, sizeof(opt)),
+	};
+
+	return inject_send(d->inject, &seg);
+}
+
 static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 {
 	struct conn_edp *e = c->edp;
 	struct edp_msg m = { .version = EDP_VERSION, .type = type };
-	uint8_t opt[EDP_OPT_MAX_LEN + 3];
 	enum edp_role role = 0;
-	size_t optlen;
 	int ret;
 
 	switch (type) {
@@ -54,7 +55,7 @@ static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 		memcpy(m.key, e->kp.pk, EDP_KEY_LEN);
 		break;
 	case EDP_CONFIRM:
-		role = is_client(c) ? EDP_ROLE_CLIENT_CONFIRM
+		role = conn_is_client(c) ? EDP_ROLE_CLIENT_CONFIRM
 				    : EDP_ROLE_SERVER_CONFIRM;
 		break;
 	case EDP_DONE:
@@ -63,18 +64,7 @@ static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 	}
 	if (role)
 		edp_mac(e->key, role, &e->t, m.mac);
-	optlen = edp_option_build(&m, opt, sizeof(opt));
-
-	/* Sequence numbers inside the connection's first window: plausible
-	 * to middleboxes, and never data, so nothing is consumed. */
-	struct inject_segment seg = {
-		.src = &c->local, .dst = &c->remote,
-		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
-		.flags = TCP_FLAG_ACK, .window = SETUP_WINDOW,
-		.options = opt, .optlen = optlen,
-	};
-
-	ret = inject_send(d->inject, &seg);
+	ret = setup_send_message(d, c, &m);
 	sodium_memzero(&m, sizeof(m));
 	if (ret) {
 		d->edp.send_errors++;
@@ -111,16 +101,16 @@ void setup_begin(struct rackd *d, struct conn *c)
 	e->started = loop_now();
 	e->phase = SETUP_WAIT_KEY;
 	keypool_take(&d->keys, &e->kp);
-	e->t.isn_client = is_client(c) ? c->lend.isn : c->rend.isn;
-	e->t.isn_server = is_client(c) ? c->rend.isn : c->lend.isn;
-	memcpy(is_client(c) ? e->t.pk_client : e->t.pk_server, e->kp.pk,
+	e->t.isn_client = conn_is_client(c) ? c->lend.isn : c->rend.isn;
+	e->t.isn_server = conn_is_client(c) ? c->rend.isn : c->lend.isn;
+	memcpy(conn_is_client(c) ? e->t.pk_client : e->t.pk_server, e->kp.pk,
 	       EDP_KEY_LEN);
 	timer_init(&e->retry, setup_retry, c);
 	d->edp.setup_started++;
 	/* The deadline shares the handshake timer: one per connection. */
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->setup_timeout_ms);
-	log_setup(c, "racks peer: set-up");
-	if (is_client(c)) {
+	conn_log(c, "racks peer: set-up");
+	if (conn_is_client(c)) {
 		setup_send(d, c, EDP_KEY);
 		e->retry_ms = SETUP_RETRY_MS;
 		loop_timer_arm(d->loop, &e->retry, e->retry_ms);
@@ -139,7 +129,7 @@ static void setup_connected(struct rackd *d, struct conn *c)
 	/* The key pair did its job; only K is needed from now on. */
 	edp_keypair_wipe(&e->kp);
 	d->edp.setup_ok++;
-	log_setup(c, "connected");
+	conn_log(c, "connected");
 	ctl_event(d->ctl, "connected", c, NULL);
 	live_attach(d, c);
 }
@@ -148,7 +138,7 @@ static void setup_connected(struct rackd *d, struct conn *c)
 static bool setup_take_key(struct rackd *d, struct conn *c, const uint8_t *pk)
 {
 	struct conn_edp *e = c->edp;
-	uint8_t *slot = is_client(c) ? e->t.pk_server : e->t.pk_client;
+	uint8_t *slot = conn_is_client(c) ? e->t.pk_server : e->t.pk_client;
 
 	if (e->have_peer_key) {
 		/* The same key again is a retransmission; another one is a
@@ -196,7 +186,7 @@ static void after_setup(struct rackd *d, struct conn *c,
 			const struct edp_msg *m)
 {
 	const struct conn_edp *e = c->edp;
-	const uint8_t *peer = is_client(c) ? e->t.pk_server : e->t.pk_client;
+	const uint8_t *peer = conn_is_client(c) ? e->t.pk_server : e->t.pk_client;
 	enum edp_role role;
 
 	switch (m->type) {
@@ -207,7 +197,7 @@ static void after_setup(struct rackd *d, struct conn *c,
 			d->edp.bad_key++;
 		return;
 	case EDP_CONFIRM:
-		role = is_client(c) ? EDP_ROLE_SERVER_CONFIRM
+		role = conn_is_client(c) ? EDP_ROLE_SERVER_CONFIRM
 				    : EDP_ROLE_CLIENT_CONFIRM;
 		break;
 	default:
@@ -317,7 +307,7 @@ uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
 	c->edp->received++;
 	if (m->type == EDP_HEARTBEAT || m->type == EDP_HEARTBEAT_ACK)
 		return live_input(d, c, m);
-	if (is_client(c))
+	if (conn_is_client(c))
 		client_input(d, c, m);
 	else
 		server_input(d, c, m);
@@ -338,7 +328,7 @@ void setup_free(struct rackd *d, struct conn *c)
 
 void setup_release(struct rackd *d, struct conn *c, const char *why)
 {
-	log_setup(c, why);
+	conn_log(c, why);
 	if (c->peer == PEER_RACKS)
 		ctl_event(d->ctl, "released", c, why);
 	setup_free(d, c);

@@ -63,6 +63,10 @@ void setup_begin(struct rackd *d, struct conn *c);
  * verdict for the segment that carried it. */
 uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
 		     const struct edp_msg *m);
+/* Send M as a zero-length segment of C carrying only racks' option;
+ * returns 0 or -errno. */
+int setup_send_message(struct rackd *d, const struct conn *c,
+		       const struct edp_msg *m);
 /* Give up on racks for C: state released, peer none, keys wiped. */
 void setup_release(struct rackd *d, struct conn *c, const char *why);
 /* Wipe and free C's key state (the connection is going away). */

@@ -25,18 +25,6 @@
 /* Rewritten packets are built here: rackd is single-threaded. */
 static uint8_t rewrite_buf[0xffff];
 
-static void log_conn(const char *what, const struct conn *c)
-{
-	char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
-
-	if (!log_debug_enabled())
-		return;
-	log_debug("conn %llu %s: %s %s %s", (unsigned long long)c->id, what,
-		  endpoint_format(&c->local, l, sizeof(l)),
-		  c->dir == CONN_OUTGOING ? "->" : "<-",
-		  endpoint_format(&c->remote, r, sizeof(r)));
-}
-
 void track_forget(struct rackd *d, struct conn *c)
 {
 	live_detach(d, c);
@@ -66,7 +54,7 @@ static void track_expire(struct timer *t, void *arg)
 		hold_finish(d, c);
 		return;
 	}
-	log_conn("handshake timed out", c);
+	conn_log(c, "handshake timed out");
 	d->stats.conns_expired++;
 	track_forget(d, c);
 }
@@ -196,14 +184,14 @@ static struct conn *new_conn(struct rackd *d, const struct packet *p,
 	timer_init(&c->expiry, track_expire, c);
 	c->created_mono = c->state_since = loop_now();
 	d->stats.conns_total++;
-	log_conn("handshake", c);
+	conn_log(c, "handshake");
 	return c;
 }
 
 /* A SYN reusing the 4-tuple of a connection we remember starts afresh. */
 static void conn_restart(struct rackd *d, struct conn *c, enum conn_dir dir)
 {
-	log_conn("replaced by a new handshake", c);
+	conn_log(c, "replaced by a new handshake");
 	setup_free(d, c);
 	c->dir = dir;
 	c->state = CONN_HANDSHAKE;
@@ -457,7 +445,7 @@ void track_sweep(struct rackd *d)
 		 * a socket yet for a SYN that is still in flight. */
 		if (c->swept || c->state == CONN_HANDSHAKE)
 			continue;
-		log_conn("closed", c);
+		conn_log(c, "closed");
 		d->stats.conns_closed++;
 		if (c->peer == PEER_RACKS)
 			ctl_event(d->ctl, "close", c, NULL);

@@ -147,13 +147,19 @@ while True:
 """
 
 
-def keepalive_through_cut(topo, seconds, port):
+def keepalive_pair(topo, port):
+    """An echo server in B and a connected keepalive client in A."""
     server = topo.b.popen([testbed.PYTHON, "-c", ECHO, str(port)])
     assert testbed.read_line(server, 10, "echo") == "READY"
     client = topo.a.popen([testbed.PYTHON, "-c", KEEPALIVE_CLIENT,
                            topo.addr["b"]["v4"], str(port)],
                           stdin=testbed.subprocess.PIPE)
     assert testbed.read_line(client, 10, "client") == "CONNECTED"
+    return client
+
+
+def keepalive_through_cut(topo, seconds, port):
+    client = keepalive_pair(topo, port)
     time.sleep(0.5)
     topo.cut_silent("b")
     time.sleep(seconds)
@@ -201,12 +207,7 @@ def test_suspension_longer_than_max_suspend_is_aborted_deliberately(topo):
     conf = "suspend_after = 500ms\nmax_suspend = 2s\n"
     ra = topo.start_rackd("a", config=conf)
     rb = topo.start_rackd("b", config=conf)
-    server = topo.b.popen([testbed.PYTHON, "-c", ECHO, str(PORT)])
-    assert testbed.read_line(server, 10, "echo") == "READY"
-    client = topo.a.popen([testbed.PYTHON, "-c", KEEPALIVE_CLIENT,
-                           topo.addr["b"]["v4"], str(PORT)],
-                          stdin=testbed.subprocess.PIPE)
-    assert testbed.read_line(client, 10, "client") == "CONNECTED"
+    client = keepalive_pair(topo, PORT)
     racks.wait_states(ra, "connected", remote_port=PORT)
     topo.cut_silent("b")
     wait_all(ra, "suspended", 5)
