@@ -35,7 +35,7 @@ pkg_libs = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 COMMON_SRC := common/addr.c common/proto.c
 EDP_SRC := $(wildcard edp/*.c)
 RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC)
-RACKCTL_SRC := rackctl/rackctl.c common/proto.c $(EDP_SRC)
+RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) $(EDP_SRC)
 # Pure logic covered by the C unit tests (no netlink, no daemon state).
 UNIT_LIB_SRC := rackd/packet.c rackd/csum.c rackd/config.c rackd/timer.c \
 	rackd/log.c rackd/rewrite.c $(EDP_SRC) $(COMMON_SRC)

@@ -106,3 +106,66 @@ bool prefix_contains(const struct prefix *p, const struct addr *a)
 
 	return (p->addr.bytes[full] & mask) == (a->bytes[full] & mask);
 }
+
+static int addr_parse(const char *s, size_t n, struct addr *a)
+{
+	char tmp[ADDR_STRLEN];
+
+	if (n == 0 || n >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	memset(a, 0, sizeof(*a));
+	if (inet_pton(AF_INET, tmp, a->bytes) == 1)
+		a->family = AF_INET;
+	else if (inet_pton(AF_INET6, tmp, a->bytes) == 1)
+		a->family = AF_INET6;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int endpoint_parse(const char *s, struct endpoint *e, bool *has_port)
+{
+	const char *port = NULL, *colon = strrchr(s, ':');
+	size_t alen;
+	int ret;
+
+	*has_port = false;
+	e->port = 0;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || (close[1] && close[1] != ':'))
+			return -EINVAL;
+		alen = (size_t)(close - s - 1);
+		ret = addr_parse(s + 1, alen, &e->addr);
+		if (ret || e->addr.family != AF_INET6)
+			return -EINVAL;
+		port = close[1] ? close + 2 : NULL;
+	} else if (colon && strchr(s, ':') == colon) {
+		/* One colon: IPv4 with a port. A bare IPv6 has several. */
+		ret = addr_parse(s, (size_t)(colon - s), &e->addr);
+		if (ret || e->addr.family != AF_INET)
+			return -EINVAL;
+		port = colon + 1;
+	} else {
+		ret = addr_parse(s, strlen(s), &e->addr);
+		if (ret)
+			return ret;
+	}
+	if (port) {
+		char *end;
+		unsigned long v;
+
+		if (*port < '0' || *port > '9')
+			return -EINVAL;
+		errno = 0;
+		v = strtoul(port, &end, 10);
+		if (errno || *end || v == 0 || v > 65535)
+			return -EINVAL;
+		e->port = (uint16_t)v;
+		*has_port = true;
+	}
+	return 0;
+}

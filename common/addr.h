@@ -46,6 +46,8 @@ const char *prefix_format(const struct prefix *p, char *buf, size_t size);
 
 /* Parse "10.0.0.0/8", "fd00::/8" or a bare address (full-length prefix). */
 int prefix_parse(const char *s, struct prefix *p);
+/* Parse "ADDR", "ADDR:PORT" or "[ADDR6]:PORT" (port 1-65535). */
+int endpoint_parse(const char *s, struct endpoint *e, bool *has_port);
 bool prefix_contains(const struct prefix *p, const struct addr *a);
 
 #endif

@@ -44,6 +44,11 @@ enum edp_role {
 	EDP_ROLE_SERVER_HEARTBEAT = 5,
 	EDP_ROLE_CLIENT_HEARTBEAT_ACK = 6,
 	EDP_ROLE_SERVER_HEARTBEAT_ACK = 7,
+	/* Reconnections, likewise by sender. */
+	EDP_ROLE_CLIENT_RECONNECT = 8,
+	EDP_ROLE_SERVER_RECONNECT = 9,
+	EDP_ROLE_CLIENT_RECONNECT_ACK = 10,
+	EDP_ROLE_SERVER_RECONNECT_ACK = 11,
 };
 
 void edp_keypair_new(struct edp_keypair *kp);

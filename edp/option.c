@@ -19,7 +19,9 @@ static size_t body_len(uint8_t type)
 		return EDP_MAC_LEN;
 	case EDP_HEARTBEAT:
 	case EDP_HEARTBEAT_ACK:
-		return 4 + EDP_MAC_LEN;
+	case EDP_RECONNECT:
+	case EDP_RECONNECT_ACK:
+		return 8 + 4 + EDP_MAC_LEN;
 	default:
 		return 0;
 	}
@@ -64,14 +66,16 @@ enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 	case EDP_KEY:
 		memcpy(m->key, body, EDP_KEY_LEN);
 		break;
-	case EDP_HEARTBEAT:
-	case EDP_HEARTBEAT_ACK:
-		m->counter = (uint32_t)body[0] << 24 | (uint32_t)body[1] << 16 |
-			     (uint32_t)body[2] << 8 | body[3];
-		memcpy(m->mac, body + 4, EDP_MAC_LEN);
-		break;
-	default:
+	case EDP_CONFIRM:
+	case EDP_DONE:
 		memcpy(m->mac, body, EDP_MAC_LEN);
+		break;
+	default:	/* numbered */
+		for (int i = 0; i < 8; i++)
+			m->conn_id = m->conn_id << 8 | body[i];
+		m->counter = (uint32_t)body[8] << 24 | (uint32_t)body[9] << 16 |
+			     (uint32_t)body[10] << 8 | body[11];
+		memcpy(m->mac, body + 12, EDP_MAC_LEN);
 		break;
 	}
 	return EDP_OK;
@@ -98,16 +102,16 @@ size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room)
 	case EDP_KEY:
 		memcpy(out + 5, m->key, EDP_KEY_LEN);
 		break;
-	case EDP_HEARTBEAT:
-	case EDP_HEARTBEAT_ACK:
-		out[5] = (uint8_t)(m->counter >> 24);
-		out[6] = (uint8_t)(m->counter >> 16);
-		out[7] = (uint8_t)(m->counter >> 8);
-		out[8] = (uint8_t)m->counter;
-		memcpy(out + 9, m->mac, EDP_MAC_LEN);
-		break;
-	default:
+	case EDP_CONFIRM:
+	case EDP_DONE:
 		memcpy(out + 5, m->mac, EDP_MAC_LEN);
+		break;
+	default:	/* numbered */
+		for (int i = 0; i < 8; i++)
+			out[5 + i] = (uint8_t)(m->conn_id >> (56 - 8 * i));
+		for (int i = 0; i < 4; i++)
+			out[13 + i] = (uint8_t)(m->counter >> (24 - 8 * i));
+		memcpy(out + 17, m->mac, EDP_MAC_LEN);
 		break;
 	}
 	/* Leading NOPs would be prettier; trailing ones keep the option at
@@ -123,6 +127,8 @@ const char *edp_type_name(uint8_t type)
 		[EDP_CONFIRM] = "confirm", [EDP_DONE] = "done",
 		[EDP_HEARTBEAT] = "heartbeat",
 		[EDP_HEARTBEAT_ACK] = "heartbeat_ack",
+		[EDP_RECONNECT] = "reconnect",
+		[EDP_RECONNECT_ACK] = "reconnect_ack",
 	};
 
 	return type < EDP_TYPE_MAX && names[type] ? names[type] : "unknown";

@@ -12,8 +12,16 @@
  *   3 KEY       X25519 public key (32)    37
  *   4 CONFIRM   MAC (16)                  21
  *   5 DONE      MAC (16)                  21
- *   6 HEARTBEAT counter (4), MAC (16)     25
- *   7 HB_ACK    counter (4), MAC (16)     25
+ *   6 HEARTBEAT    conn id (8), counter (4), MAC (16)   33
+ *   7 HB_ACK       conn id (8), counter (4), MAC (16)   33
+ *   8 RECONNECT    conn id (8), counter (4), MAC (16)   33
+ *   9 RECONNECT_ACK conn id (8), counter (4), MAC (16)  33
+ *
+ * Types 6 to 9 are "numbered": they are sent after set-up, possibly on a
+ * flow whose addresses the receiver does not know yet (the sender moved),
+ * so they name their connection by the id both ends derived from its key;
+ * the counter only grows (replays are refused) and the MAC under the key
+ * covers it.
  *
  * ExID 0x7261 ("ra") is not TCP Fast Open's 0xF989, which Linux would
  * read as a TFO cookie. Every option is padded with NOPs to a multiple
@@ -41,6 +49,8 @@ enum edp_type {
 	EDP_DONE = 5,
 	EDP_HEARTBEAT = 6,
 	EDP_HEARTBEAT_ACK = 7,
+	EDP_RECONNECT = 8,
+	EDP_RECONNECT_ACK = 9,
 	EDP_TYPE_MAX
 };
 
@@ -60,8 +70,15 @@ struct edp_msg {
 	uint8_t flags;
 	uint8_t key[EDP_KEY_LEN];
 	uint8_t mac[EDP_MAC_LEN];
-	uint32_t counter;	/* heartbeats */
+	uint64_t conn_id;	/* numbered messages */
+	uint32_t counter;
 };
+
+/* Heartbeats and reconnections: conn id, counter and MAC. */
+static inline int edp_type_numbered(uint8_t type)
+{
+	return type >= EDP_HEARTBEAT && type <= EDP_RECONNECT_ACK;
+}
 
 /* Parse the option of LEN bytes at OPT (kind and length included). */
 enum edp_error edp_option_parse(const uint8_t *opt, size_t len,

@@ -12,11 +12,14 @@
 #include "conn.h"
 #include "log.h"
 #include "option.h"
+#include "splicemap.h"
 #include "xt_queue.h"
 
 /* Before the usual mangle (-150) and filter (0) chains of other tables,
  * after conntrack (-200), so SYNs are seen as they leave and arrive. */
 #define RULESET_PRIORITY "-160"
+/* After defragmentation (-400), before splice_in (-300). */
+#define EDP_IN_PRIORITY "-350"
 
 struct script {
 	char *buf;
@@ -101,11 +104,6 @@ static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 	if (strcmp(hook, "input") == 0) {
 		/* ...and, while they resume, the peer's segments to them. */
 		held_rules(f, cfg, "d", "s");
-		/* The peer rackd's set-up messages: racks' option on a
-		 * segment without SYN (RFC 6994 ExID at option offset 2). */
-		fprintf(f, "\t\ttcp flags & syn == 0 tcp option @%d,16,16 "
-			   "0x%04x meta %s != loopback goto divert\n",
-			EDP_OPT_KIND, EDP_EXID, iftype);
 		/* Classic EDP probes mark themselves DSCP LE: only their
 		 * FIN needs a decision. */
 		if (cfg->answer_probes) {
@@ -117,6 +115,21 @@ static void base_chain(FILE *f, const struct config *cfg, const char *hook,
 				   "probe_in\n", EDP_PROBE_DSCP, iftype);
 		}
 	}
+	fprintf(f, "\t}\n");
+}
+
+/*
+ * The peer rackd's messages: racks' option on a segment without SYN (RFC
+ * 6994 ExID at option offset 2). Taken before splice_in rewrites them, so
+ * that a reconnection shows the endpoints it really came from.
+ */
+static void edp_chain(FILE *f)
+{
+	fprintf(f, "\tchain edp_in {\n\t\ttype filter hook prerouting "
+		   "priority %s; policy accept;\n", EDP_IN_PRIORITY);
+	fprintf(f, "\t\ttcp flags & syn == 0 tcp option @%d,16,16 0x%04x "
+		   "meta iiftype != loopback goto divert\n", EDP_OPT_KIND,
+		EDP_EXID);
 	fprintf(f, "\t}\n");
 }
 
@@ -159,6 +172,7 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 		   "ipv4_addr . inet_service\n\t}\n");
 	fprintf(f, "\tset held6 {\n\t\ttype ipv6_addr . inet_service . "
 		   "ipv6_addr . inet_service\n\t}\n");
+	splicemap_declare(f);
 	fprintf(f, "\tchain divert {\n");
 	if (native_queue)
 		fprintf(f, "\t\tcounter queue num %u bypass\n", cfg->queue_num);
@@ -169,6 +183,8 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 		probe_chain(f, cfg);
 	base_chain(f, cfg, "output", "oiftype", "syn_out");
 	base_chain(f, cfg, "input", "iiftype", "syn_in");
+	edp_chain(f);
+	splicemap_chains(f);
 	fprintf(f, "}\n");
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
@@ -181,7 +197,7 @@ const char *ruleset_queue_name(enum ruleset_queue q)
 }
 
 /* Run an nft script; on failure copy the first error line into err. */
-static int run_nft(const char *script, char *err, size_t errlen)
+int ruleset_run(const char *script, char *err, size_t errlen)
 {
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	int ret;
@@ -225,7 +241,7 @@ static bool ruleset_present(void)
 static int install_native(const struct config *cfg, char *err, size_t errlen)
 {
 	char *script = ruleset_script(cfg, true);
-	int ret = run_nft(script, err, errlen);
+	int ret = ruleset_run(script, err, errlen);
 
 	free(script);
 	return ret;
@@ -234,7 +250,7 @@ static int install_native(const struct config *cfg, char *err, size_t errlen)
 static int install_xt(const struct config *cfg, char *err, size_t errlen)
 {
 	char *script = ruleset_script(cfg, false);
-	int ret = run_nft(script, err, errlen);
+	int ret = ruleset_run(script, err, errlen);
 
 	free(script);
 	if (ret)
@@ -337,7 +353,7 @@ int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
 	if (buf[0])
-		ret = run_nft(buf, err, errlen);
+		ret = ruleset_run(buf, err, errlen);
 	free(buf);
 	return ret;
 }
@@ -345,7 +361,7 @@ int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
 int ruleset_remove(char *err, size_t errlen)
 {
 	/* "destroy" needs nft 1.0.8; add-then-delete never fails on absence. */
-	return run_nft("add table " RULESET_FAMILY " " RULESET_TABLE "\n"
+	return ruleset_run("add table " RULESET_FAMILY " " RULESET_TABLE "\n"
 		       "delete table " RULESET_FAMILY " " RULESET_TABLE "\n",
 		       err, errlen);
 }

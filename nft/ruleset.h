@@ -43,6 +43,10 @@ struct conn;
 int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
 		 size_t errlen);
 
+/* Run an nft SCRIPT (element updates) as one transaction; on failure err
+ * holds its first error line. */
+int ruleset_run(const char *script, char *err, size_t errlen);
+
 /* The nft script ruleset_install() runs (exposed for the golden test). */
 char *ruleset_script(const struct config *cfg, bool native_queue);
 const char *ruleset_queue_name(enum ruleset_queue q);

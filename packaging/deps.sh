@@ -8,9 +8,10 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # nftables: the CLI is used by tests to inspect the ruleset;
 # iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
 # python3-pytest/python3-scapy: the integration suite and crafted packets;
-# clang: libFuzzer targets; mandoc: man page lint.
+# clang: libFuzzer targets; mandoc: man page lint; openssh-server/-client
+# and iperf3: real programs whose connections must survive.
 TEST_PKGS="nftables iproute2 procps kmod python3 python3-pytest python3-scapy
-	iperf3 tcpdump clang mandoc"
+	iperf3 tcpdump clang mandoc openssh-server openssh-client"
 
 missing=""
 for p in $BUILD_PKGS $TEST_PKGS; do

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "probe.h"
 #include "proto.h"
 
@@ -250,8 +251,9 @@ static int run_list(struct ctx *ctx, int argc, char **argv)
 	if (ctx->json)
 		putchar('[');
 	else
-		printf("%-6s %-10s %-9s %-26s %-26s %-8s %-12s %s\n", "ID",
-		       "STATE", "DIR", "LOCAL", "REMOTE", "PEER", "TCP", "AGE");
+		printf("%-6s %-10s %-7s %-6s %-9s %-26s %-26s %-8s %-12s %s\n",
+		       "ID", "STATE", "SINCE", "MOVES", "DIR", "LOCAL", "REMOTE",
+		       "PEER", "TCP", "AGE");
 	for (i = next_record(&r.msg, 0); i < r.msg.n;) {
 		size_t end = next_record(&r.msg, i + 1);
 		const struct proto_msg *m = &r.msg;
@@ -260,8 +262,14 @@ static int run_list(struct ctx *ctx, int argc, char **argv)
 			printf(first ? "\n  " : ",\n  ");
 			json_object(m, i + 1, end);
 		} else {
-			printf("%-6s %-10s %-9s %-26s %-26s %-8s %-12s %ss\n",
-			       field(m, i, end, "id"), field(m, i, end, "state"),
+			char since[24];
+
+			snprintf(since, sizeof(since), "%ss",
+				 field(m, i, end, "since"));
+			printf("%-6s %-10s %-7s %-6s %-9s %-26s %-26s %-8s %-12s "
+			       "%ss\n", field(m, i, end, "id"),
+			       field(m, i, end, "state"), since,
+			       field(m, i, end, "reconnections"),
 			       field(m, i, end, "direction"),
 			       field(m, i, end, "local"),
 			       field(m, i, end, "remote"),
@@ -292,6 +300,37 @@ static int run_show(struct ctx *ctx, int argc, char **argv)
 	snprintf(req, sizeof(req), "cmd=show\nversion=1\nid=%s\n", argv[0]);
 	transact(ctx, req, &r);
 	print_object(ctx, &r.msg);
+	reply_free(&r);
+	return 0;
+}
+
+/* Both ends moved: where connection ID's peer is now. */
+static int run_peer(struct ctx *ctx, int argc, char **argv)
+{
+	struct reply r;
+	char req[256];
+	struct endpoint ep;
+	bool has_port;
+
+	(void)argc;
+	if (!argv[0][0] || strspn(argv[0], "0123456789") != strlen(argv[0])) {
+		fprintf(stderr, "rackctl: connection id must be a number, not '%s'\n",
+			argv[0]);
+		exit(2);
+	}
+	if (strlen(argv[1]) > 64 || endpoint_parse(argv[1], &ep, &has_port)) {
+		fprintf(stderr, "rackctl: '%s' is not ADDR, ADDR:PORT or "
+			"[ADDR6]:PORT\n", argv[1]);
+		exit(2);
+	}
+	snprintf(req, sizeof(req), "cmd=peer\nversion=1\nid=%s\npeer=%s\n",
+		 argv[0], argv[1]);
+	transact(ctx, req, &r);
+	if (ctx->json)
+		print_object(ctx, &r.msg);
+	else
+		printf("%s connection(s) moved to %s; reconnecting\n",
+		       field(&r.msg, 0, r.msg.n, "moved"), argv[1]);
 	reply_free(&r);
 	return 0;
 }
@@ -456,6 +495,10 @@ static const struct subcommand subcommands[] = {
 	  run_reload },
 	{ "events", "", "stream connection events as JSON lines", 0, 0,
 	  run_events },
+	{ "peer", "ID ADDR[:PORT]",
+	  "the peer of ID (and, without PORT, of every connection to its host)\n"
+	  "                     is now at ADDR: reconnect there (root only)",
+	  2, 2, run_peer },
 	{ "probe", "HOST:PORT", "ask whether a server runs racks (no rackd needed)",
 	  1, 1, run_probe },
 	{ "help", "", "this text", 0, 0, run_help },

@@ -26,11 +26,21 @@ static size_t conn_bucket(const struct conn_table *tbl,
 	return (size_t)(h & (tbl->nbuckets - 1));
 }
 
+static size_t conn_kbucket(const struct conn_table *tbl, uint64_t edp_id)
+{
+	uint64_t h;
+
+	crypto_shorthash((unsigned char *)&h, (const unsigned char *)&edp_id,
+			 sizeof(edp_id), tbl->hash_key);
+	return (size_t)(h & (tbl->nbuckets - 1));
+}
+
 void conn_table_init(struct conn_table *tbl)
 {
 	memset(tbl, 0, sizeof(*tbl));
 	tbl->nbuckets = CONN_MIN_BUCKETS;
 	tbl->buckets = xcalloc(tbl->nbuckets, sizeof(*tbl->buckets));
+	tbl->kbuckets = xcalloc(tbl->nbuckets, sizeof(*tbl->kbuckets));
 	tbl->next_id = 1;
 	randombytes_buf(tbl->hash_key, sizeof(tbl->hash_key));
 }
@@ -48,6 +58,7 @@ void conn_table_free(struct conn_table *tbl, void (*cb)(struct conn *))
 		c = next;
 	}
 	free(tbl->buckets);
+	free(tbl->kbuckets);
 	memset(tbl, 0, sizeof(*tbl));
 }
 
@@ -73,14 +84,61 @@ struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id)
 	return NULL;
 }
 
+void conn_index_edp(struct conn_table *tbl, struct conn *c, uint64_t edp_id)
+{
+	size_t b = conn_kbucket(tbl, edp_id);
+
+	c->edp_id = edp_id;
+	c->knext = tbl->kbuckets[b];
+	tbl->kbuckets[b] = c;
+}
+
+struct conn *conn_find_edp(const struct conn_table *tbl, uint64_t edp_id)
+{
+	struct conn *c = tbl->kbuckets[conn_kbucket(tbl, edp_id)];
+
+	for (; c; c = c->knext)
+		if (c->edp_id == edp_id)
+			return c;
+	return NULL;
+}
+
+void conn_unindex_edp(struct conn_table *tbl, struct conn *c)
+{
+	struct conn **pp;
+
+	if (!c->edp_id)
+		return;
+	pp = &tbl->kbuckets[conn_kbucket(tbl, c->edp_id)];
+	while (*pp && *pp != c)
+		pp = &(*pp)->knext;
+	if (*pp)
+		*pp = c->knext;
+	c->edp_id = 0;
+}
+
+bool conn_spliced(const struct conn *c)
+{
+	return !endpoint_equal(&c->wire_local, &c->local) ||
+	       !endpoint_equal(&c->wire_remote, &c->remote);
+}
+
 static void conn_grow(struct conn_table *tbl)
 {
 	size_t n = tbl->nbuckets * 2;
-	struct conn **old = tbl->buckets;
+	struct conn **old = tbl->buckets, **oldk = tbl->kbuckets;
 	size_t oldn = tbl->nbuckets;
 
 	tbl->buckets = xcalloc(n, sizeof(*tbl->buckets));
+	tbl->kbuckets = xcalloc(n, sizeof(*tbl->kbuckets));
 	tbl->nbuckets = n;
+	for (size_t i = 0; i < oldn; i++) {
+		for (struct conn *c = oldk[i], *next; c; c = next) {
+			next = c->knext;
+			conn_index_edp(tbl, c, c->edp_id);
+		}
+	}
+	free(oldk);
 	for (size_t i = 0; i < oldn; i++) {
 		struct conn *c = old[i];
 
@@ -106,8 +164,9 @@ struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 		conn_grow(tbl);
 	c->id = tbl->next_id++;
 	c->table = tbl;
-	c->local = *local;
-	c->remote = *remote;
+	c->local = c->wire_local = *local;
+	c->remote = c->wire_remote = *remote;
+	c->confirmed = true;
 	c->dir = dir;
 	c->state = CONN_HANDSHAKE;
 	c->created = time(NULL);
@@ -128,6 +187,7 @@ struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 
 void conn_remove(struct conn_table *tbl, struct conn *c)
 {
+	conn_unindex_edp(tbl, c);
 	struct conn **pp = &tbl->buckets[conn_bucket(tbl, &c->local,
 						     &c->remote)];
 

@@ -59,7 +59,16 @@ struct conn_table;
 
 struct conn {
 	uint64_t id;
-	struct endpoint local, remote;
+	struct endpoint local, remote;	/* the socket's: never change */
+	/* Where its segments travel now: equal to local/remote until an
+	 * address change, then spliced onto them by the kernel (splice.h). */
+	struct endpoint wire_local, wire_remote;
+	bool confirmed;		/* the peer acknowledged our wire endpoints */
+	bool kept_local;	/* holds a reference on a kept address */
+	bool mapped;		/* splice maps hold mapped_local/remote */
+	struct endpoint mapped_local, mapped_remote;
+	uint32_t reconnections;	/* splices onto new endpoints */
+	time_t reconnected;	/* wall clock of the last one, 0 if none */
 	enum conn_dir dir;
 	enum conn_state state;
 	enum conn_peer peer;
@@ -79,11 +88,14 @@ struct conn {
 	struct timer expiry;	/* half-open handshakes are forgotten */
 	struct conn_table *table;	/* the table holding it */
 	struct conn *hnext;	/* bucket chain */
+	uint64_t edp_id;	/* the id both rackds derived, once keyed */
+	struct conn *knext;	/* edp id bucket chain */
 	struct conn *prev, *next;	/* table order: oldest first */
 };
 
 struct conn_table {
 	struct conn **buckets;
+	struct conn **kbuckets;	/* by edp id, same size */
 	size_t nbuckets;
 	size_t count;
 	uint64_t next_id;
@@ -99,6 +111,13 @@ struct conn *conn_lookup(const struct conn_table *tbl,
 			 const struct endpoint *local,
 			 const struct endpoint *remote);
 struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id);
+/* Index C by the connection id both rackds derived from its key: a
+ * reconnection names its connection by it, from endpoints not yet known. */
+void conn_index_edp(struct conn_table *tbl, struct conn *c, uint64_t edp_id);
+struct conn *conn_find_edp(const struct conn_table *tbl, uint64_t edp_id);
+void conn_unindex_edp(struct conn_table *tbl, struct conn *c);
+/* Whether C's segments travel between other endpoints than its socket's. */
+bool conn_spliced(const struct conn *c);
 /* A new connection in state CONN_HANDSHAKE; never NULL (OOM is fatal). */
 struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 			 const struct endpoint *remote, enum conn_dir dir);

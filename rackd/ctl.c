@@ -348,6 +348,12 @@ void ctl_event(struct ctl *ctl, const char *event, const struct conn *c,
 			  (unsigned long long)c->edp->conn_id);
 	proto_put(f, "local", "%s", endpoint_format(&c->local, l, sizeof(l)));
 	proto_put(f, "remote", "%s", endpoint_format(&c->remote, r, sizeof(r)));
+	if (conn_spliced(c)) {
+		proto_put(f, "wire_local", "%s",
+			  endpoint_format(&c->wire_local, l, sizeof(l)));
+		proto_put(f, "wire_remote", "%s",
+			  endpoint_format(&c->wire_remote, r, sizeof(r)));
+	}
 	if (reason)
 		proto_put(f, "reason", "%s", reason);
 	fputc('\n', f);

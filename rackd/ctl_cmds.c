@@ -11,6 +11,7 @@
 #include "ctl.h"
 #include "loop.h"
 #include "queue.h"
+#include "reconnect.h"
 #include "rackd.h"
 #include "setup.h"
 #include "track.h"
@@ -81,6 +82,29 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "heartbeats_in", l->heartbeats_in);
 	put_u64(out, "heartbeat_acks_in", l->heartbeat_acks_in);
 	put_u64(out, "heartbeats_replayed", l->replayed);
+	put_u64(out, "addr_suspensions", l->addr_suspensions);
+	put_u64(out, "path_migrations", l->migrations);
+}
+
+static void put_reconnect_stats(FILE *out, const struct rackd *d)
+{
+	const struct reconnect_stats *r = &d->reconnect.stats;
+	unsigned long spliced = 0;
+
+	for (const struct conn *c = d->conns.head; c; c = c->next)
+		spliced += c->mapped;
+	put_u64(out, "spliced", spliced);
+	put_u64(out, "reconnects_sent", r->sent);
+	put_u64(out, "reconnects_accepted", r->accepted);
+	put_u64(out, "reconnect_acks_in", r->acks_in);
+	put_u64(out, "reconnects_refused_mac", r->refused_mac);
+	put_u64(out, "reconnects_refused_replay", r->refused_replay);
+	put_u64(out, "reconnects_refused_other", r->refused_other);
+	put_u64(out, "reconnects_manual", r->manual);
+	put_u64(out, "splice_updates", d->splice.updates);
+	put_u64(out, "splice_errors", d->splice.errors);
+	put_u64(out, "addresses_kept", d->local.keeps);
+	put_u64(out, "address_keep_errors", d->local.keep_errors);
 }
 
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
@@ -120,6 +144,7 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "checksum_bad", s->csum_bad);
 	put_edp_stats(out, &d->edp);
 	put_live_stats(out, d);
+	put_reconnect_stats(out, d);
 	put_u64(out, "ctl_requests", s->ctl_requests);
 	put_u64(out, "ctl_errors", s->ctl_errors);
 	put_u64(out, "queue_recv_errors", qs->recv_errors);
@@ -146,6 +171,10 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	put_u64(out, "age", (loop_now() - c->created_mono) / 1000);
 	put_u64(out, "since", (loop_now() - c->state_since) / 1000);
 	put_u64(out, "suspensions", c->suspensions);
+	put_u64(out, "reconnections", c->reconnections);
+	/* Where its segments travel now; the socket's endpoints above. */
+	put_endpoint(out, "wire_local", &c->wire_local);
+	put_endpoint(out, "wire_remote", &c->wire_remote);
 	(void)d;
 }
 
@@ -230,6 +259,17 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 	}
 	if (c->edp && c->state == CONN_CONNECTED)
 		put_u64(out, "setup_ms", c->edp->setup_ms);
+	/* "kernel": nft maps rewrite it, its data never reaches rackd. */
+	proto_put(out, "splice", "%s", c->mapped ? "kernel" : "none");
+	if (c->host)
+		put_bool(out, "peer_confirmed", c->confirmed);
+	if (c->reconnected) {
+		gmtime_r(&c->reconnected, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		proto_put(out, "last_reconnection", "%s", when);
+	}
+	if (c->kept_local)
+		put_bool(out, "local_address_kept", true);
 	put_end(out, "local", &c->lend);
 	if (c->rend.seen)
 		put_end(out, "remote", &c->rend);
@@ -253,6 +293,45 @@ static int cmd_reload(struct rackd *d, const struct proto_msg *req, FILE *out,
 	return rackd_reload(d, err, errlen);
 }
 
+/* Both ends moved: tell rackd where the peer is now. */
+static int cmd_peer(struct rackd *d, const struct proto_msg *req, FILE *out,
+		    char *err, size_t errlen)
+{
+	const char *where = proto_get(req, "peer");
+	struct endpoint ep;
+	struct conn *c;
+	bool has_port;
+	uint64_t id;
+	int ret = parse_id(req, &id, err, errlen);
+
+	if (ret)
+		return ret;
+	if (!where || endpoint_parse(where, &ep, &has_port)) {
+		snprintf(err, errlen, "bad peer address '%s' (ADDR, ADDR:PORT "
+			 "or [ADDR6]:PORT)", where ? where : "");
+		return -EINVAL;
+	}
+	c = conn_find_id(&d->conns, id);
+	if (!c) {
+		snprintf(err, errlen, "no connection with id %" PRIu64, id);
+		return -ENOENT;
+	}
+	ret = reconnect_set_peer(d, c, &ep, has_port);
+	if (ret == -ENOTCONN)
+		snprintf(err, errlen, "connection %" PRIu64 " is not managed "
+			 "by racks (state %s)", id, conn_state_name(c->state));
+	else if (ret == -EAFNOSUPPORT)
+		snprintf(err, errlen, "connection %" PRIu64 " is %s: the peer "
+			 "must be given as one too", id,
+			 c->remote.addr.family == AF_INET ? "IPv4" : "IPv6");
+	else if (ret < 0)
+		snprintf(err, errlen, "splicing failed: %s", strerror(-ret));
+	if (ret < 0)
+		return ret;
+	put_u64(out, "moved", (uint64_t)ret);
+	return 0;
+}
+
 /* The reply opens a stream: every later event is one more message. */
 static int cmd_events(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
@@ -268,6 +347,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "show", false, cmd_show },
 	{ "reload", true, cmd_reload },
 	{ "events", false, cmd_events },
+	{ "peer", true, cmd_peer },
 };
 
 const struct ctl_command *ctl_command_find(const char *name)

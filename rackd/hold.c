@@ -23,6 +23,16 @@
 /* A resumption whose retransmission is never acknowledged lets go. */
 #define HOLD_RESUME_MAX_MS 10000
 
+/* The socket's snd_una from the kernel's counters. Measured on Linux
+ * 6.18: the active opener's bytes_acked counts its SYN (1001 after 1000
+ * bytes), the passive opener's does not count its SYN-ACK. */
+static uint32_t progress_snd_una(const struct conn *c,
+				 const struct sockdiag_progress *pr)
+{
+	return c->lend.isn + (uint32_t)pr->bytes_acked +
+	       (c->dir == CONN_OUTGOING ? 0 : 1);
+}
+
 /* snd_una and rcv_nxt from the kernel's counters: they never change
  * while the peer is unreachable, and only they may be acknowledged. */
 static void hold_apply_progress(struct conn *c,
@@ -30,11 +40,8 @@ static void hold_apply_progress(struct conn *c,
 {
 	struct conn_hold *h = c->hold;
 
-	/* Measured on Linux 6.18: the active opener's bytes_acked counts its
-	 * SYN (1001 after 1000 bytes), the passive opener's does not count
-	 * its SYN-ACK; bytes_received never counts the peer's SYN. */
-	h->snd_una = c->lend.isn + (uint32_t)pr->bytes_acked +
-		     (c->dir == CONN_OUTGOING ? 0 : 1);
+	/* bytes_received never counts the peer's SYN. */
+	h->snd_una = progress_snd_una(c, pr);
 	h->rcv_nxt = c->rend.isn + 1 + (uint32_t)pr->bytes_received;
 	h->known = true;
 }
@@ -117,6 +124,32 @@ void hold_free(struct rackd *d, struct conn *c)
 	c->hold = NULL;
 }
 
+/* One ICMP unreachable per backoff step of the retransmission timer:
+ * RFC 6069 makes the kernel wind it back and retransmit at once. */
+static void wind_back(struct rackd *d, struct conn *c,
+		      const struct sockdiag_progress *pr)
+{
+	uint32_t snd_una = progress_snd_una(c, pr);
+
+	log_debug("conn %llu: winding back %u backoff step(s), %u "
+		  "retransmission(s), snd_una %u", (unsigned long long)c->id,
+		  pr->backoff, pr->retransmits, snd_una);
+	for (uint32_t i = 0; i < pr->backoff; i++)
+		if (inject_unreachable(d->inject, &c->local, &c->remote,
+				       snd_una))
+			d->edp.send_errors++;
+	d->live.stats.resume_kicks += pr->backoff;
+}
+
+void hold_nudge(struct rackd *d, struct conn *c)
+{
+	struct sockdiag_progress pr;
+
+	if (sockdiag_progress(&c->local, &c->remote, &pr) == 0 &&
+	    pr.unacked && pr.backoff)
+		wind_back(d, c, &pr);
+}
+
 /*
  * Resume a socket we answered. With nothing in flight, an ACK reopening
  * the window makes it send at once. With data in flight, its window stays
@@ -129,7 +162,6 @@ void hold_free(struct rackd *d, struct conn *c)
 static bool hold_kick(struct rackd *d, struct conn *c)
 {
 	struct sockdiag_progress pr;
-	struct conn_hold *h = c->hold;
 
 	if (sockdiag_progress(&c->local, &c->remote, &pr))
 		return false;
@@ -138,11 +170,7 @@ static bool hold_kick(struct rackd *d, struct conn *c)
 		hold_ack(d, c, HOLD_OPEN_WINDOW);
 		return false;
 	}
-	for (uint32_t i = 0; i < pr.backoff; i++)
-		if (inject_unreachable(d->inject, &c->local, &c->remote,
-				       h->snd_una))
-			d->edp.send_errors++;
-	d->live.stats.resume_kicks += pr.backoff;
+	wind_back(d, c, &pr);
 	return true;
 }
 
@@ -166,7 +194,10 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 {
 	struct conn_hold *h = c->hold;
 
-	if (!h->resuming) {
+	/* Segments of a peer we have moved away from are no proof that it
+	 * follows us: only its acknowledgement of our reconnection is. Until
+	 * then the socket reads them, with the window still closed. */
+	if (!h->resuming && c->confirmed) {
 		/* Suspended, yet the peer's segments arrive: resume. */
 		d->live.stats.resumed_by_traffic++;
 		live_heard_path(d, c);
@@ -176,7 +207,8 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 	}
 	/* The peer acknowledges our retransmission: our socket's timeout
 	 * clock restarts, and its window may open. */
-	if ((p->flags & TCP_FLAG_ACK) && (int32_t)(p->ack - h->snd_una) > 0) {
+	if (h->resuming && (p->flags & TCP_FLAG_ACK) &&
+	    (int32_t)(p->ack - h->snd_una) > 0) {
 		hold_finish(d, c);
 		return 0;
 	}
@@ -238,7 +270,7 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
 	/* The socket acknowledges data we never answered for: the peer's
 	 * segments arrive again, so the path works. Resume now rather than
 	 * swallow the very ACK the peer is waiting for. */
-	if (h->known && (p->flags & TCP_FLAG_ACK) &&
+	if (h->known && c->confirmed && (p->flags & TCP_FLAG_ACK) &&
 	    (int32_t)(p->ack - h->rcv_nxt) > 0) {
 		d->live.stats.resumed_by_traffic++;
 		live_heard_path(d, c);
@@ -267,6 +299,21 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
 	if ((int32_t)(h->snd_una - bound) > 0) {
 		d->live.stats.hold_clamped++;
 		h->snd_una = bound;
+	}
+	/*
+	 * Not before the socket has had one retransmission timeout the
+	 * ordinary way, with data in flight: a timeout under a closed window
+	 * is not counted as a retransmission, and RFC 6069's reversal, which
+	 * resumption relies on, needs one (suspended at once by a lost
+	 * carrier, the socket may not have had any yet).
+	 */
+	if (!h->rto_seen) {
+		struct sockdiag_progress pr;
+
+		if (sockdiag_progress(&c->local, &c->remote, &pr) == 0 &&
+		    pr.unacked && !pr.retransmits)
+			return NF_DROP;
+		h->rto_seen = true;
 	}
 	/* Window 0, acknowledging nothing new: the socket keeps its data
 	 * and waits, without counting towards any timeout. */

@@ -27,6 +27,7 @@ struct conn_hold {
 	uint32_t peer_tsval;	/* the socket's TSecr: what it last saw */
 	uint32_t own_tsval;	/* the socket's own latest TSval */
 	uint32_t answered;
+	bool rto_seen;		/* the socket counted a retransmission */
 	bool resuming;		/* peer reachable, our retransmission not yet
 				 * acknowledged: its window is kept closed */
 };
@@ -43,6 +44,9 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p);
  * may replace the packet (DATA, LEN) with a rewritten copy in OUT. */
 int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 		 uint8_t *out, size_t outsize);
+/* An unheld connection whose segments went where the peer no longer was:
+ * wind back its backed-off retransmission timer. */
+void hold_nudge(struct rackd *d, struct conn *c);
 /* Resumption took too long: let go of the window regardless. */
 void hold_finish(struct rackd *d, struct conn *c);
 /* Give up after max_suspend: reset the local socket, deliberately. */

@@ -11,7 +11,10 @@
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
+#include "reconnect.h"
 #include "setup.h"
+#include "splice.h"
+#include "local.h"
 
 /* Kernel TCP states (include/net/tcp_states.h). */
 #define TCP_STATE_FIN_WAIT2 5
@@ -21,6 +24,9 @@
 /* While suspended, the peer is probed at least this often, so that a
  * restored path resumes within about a second. */
 #define LIVE_PROBE_MAX_MS 1000
+/* Reconnections of a working path are repeated this often until each is
+ * acknowledged. */
+#define LIVE_RECONNECT_RETRY_MS 200
 
 static uint64_t heartbeat_interval(const struct rackd *d,
 				   const struct live_peer *p)
@@ -35,20 +41,7 @@ static uint64_t heartbeat_interval(const struct rackd *d,
 static void live_send(struct rackd *d, struct conn *c, uint8_t type,
 		      uint32_t counter)
 {
-	struct conn_edp *e = c->edp;
-	struct edp_msg m = { .version = EDP_VERSION, .type = type,
-			     .counter = counter };
-	enum edp_role role;
-
-	if (type == EDP_HEARTBEAT)
-		role = conn_is_client(c) ? EDP_ROLE_CLIENT_HEARTBEAT
-				    : EDP_ROLE_SERVER_HEARTBEAT;
-	else
-		role = conn_is_client(c) ? EDP_ROLE_CLIENT_HEARTBEAT_ACK
-				    : EDP_ROLE_SERVER_HEARTBEAT_ACK;
-	edp_mac_counter(e->key, role, counter, &e->t, m.mac);
-	if (setup_send_message(d, c, &m))
-		d->edp.send_errors++;
+	setup_send_numbered(d, c, type, counter);
 }
 
 /* The path's connections, for one batched hold / release; the caller
@@ -81,18 +74,31 @@ static void live_suspend(struct rackd *d, struct live_peer *p,
 		 addr_format(&p->remote, r, sizeof(r)), why, n);
 }
 
+/*
+ * Resume the connections the peer knows at this path's endpoints; the
+ * others (they moved here while it was unreachable) stay held until
+ * their own reconnection is acknowledged.
+ */
 static void live_resume(struct rackd *d, struct live_peer *p)
 {
 	char l[ADDR_STRLEN], r[ADDR_STRLEN];
-	unsigned n;
+	unsigned n, ready = 0, moved = 0;
 	struct conn **batch = path_conns(p, &n);
 
 	p->suspended = false;
-	hold_end(d, batch, n);
+	for (unsigned i = 0; i < n; i++) {
+		if (batch[i]->confirmed) {
+			batch[ready++] = batch[i];
+		} else {
+			reconnect_send(d, batch[i]);
+			moved++;
+		}
+	}
+	hold_end(d, batch, ready);
 	free(batch);
-	log_info("path %s -> %s: heard again: %u connection(s) resumed",
-		 addr_format(&p->local, l, sizeof(l)),
-		 addr_format(&p->remote, r, sizeof(r)), n);
+	log_info("path %s -> %s: heard again: %u connection(s) resumed, %u "
+		 "reconnecting", addr_format(&p->local, l, sizeof(l)),
+		 addr_format(&p->remote, r, sizeof(r)), ready, moved);
 }
 
 /* A closing socket's peer may have forgotten it already. */
@@ -125,47 +131,85 @@ static struct conn *next_carrier(struct live_peer *p)
 	return start;
 }
 
+/* Reconnections not yet acknowledged on a path that works: again. */
+static void resend_unconfirmed(struct rackd *d, struct live_peer *p)
+{
+	for (struct conn *c = p->conns; c; c = c->host_next)
+		if (!c->confirmed)
+			reconnect_send(d, c);
+}
+
+static bool path_unconfirmed(const struct live_peer *p)
+{
+	for (const struct conn *c = p->conns; c; c = c->host_next)
+		if (!c->confirmed)
+			return true;
+	return false;
+}
+
 static void live_tick(struct timer *t, void *arg)
 {
 	struct live_peer *p = arg;
 	struct rackd *d = rackd_of_conn(p->conns);
 	uint64_t now = loop_now(), silent = now - p->last_heard;
 	uint64_t iv, next;
+	struct addr src;
 
 	if (!p->suspended && silent >= d->cfg->suspend_after_ms)
 		live_suspend(d, p, "no heartbeat answered");
+	/* Suspended and our address towards the peer changed: move the
+	 * path's connections there (p is gone afterwards). */
+	if (p->suspended && local_source(&p->remote, &src) == 0 &&
+	    !addr_equal(&src, &p->local)) {
+		live_migrate(d, p, &src);
+		return;
+	}
 	iv = heartbeat_interval(d, p);
 	if (silent >= iv) {
 		struct conn *c = next_carrier(p);
 
-		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
-		d->live.stats.heartbeats_out++;
+		/* A connection the peer must learn our new endpoints of
+		 * asks for that: its answer proves the path as well. */
+		if (c->confirmed) {
+			live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
+			d->live.stats.heartbeats_out++;
+		} else {
+			reconnect_send(d, c);
+		}
 	}
 	next = iv;
+	if (!p->suspended && path_unconfirmed(p)) {
+		resend_unconfirmed(d, p);
+		next = LIVE_RECONNECT_RETRY_MS;
+	}
 	if (!p->suspended && p->last_heard + d->cfg->suspend_after_ms - now <
 				     next)
 		next = p->last_heard + d->cfg->suspend_after_ms - now;
 	loop_timer_arm(d->loop, t, next ? next : 1);
 }
 
+/* Paths are the endpoints segments travel between, not the sockets'. */
 static struct live_peer *find_path(struct rackd *d, const struct conn *c)
 {
 	for (struct live_peer *p = d->live.peers; p; p = p->next)
-		if (addr_equal(&p->local, &c->local.addr) &&
-		    addr_equal(&p->remote, &c->remote.addr))
+		if (addr_equal(&p->local, &c->wire_local.addr) &&
+		    addr_equal(&p->remote, &c->wire_remote.addr))
 			return p;
 	return NULL;
 }
 
-void live_attach(struct rackd *d, struct conn *c)
+/* C joins the path of its wire endpoints, created if new. */
+static struct live_peer *path_link(struct rackd *d, struct conn *c,
+				   bool suspended)
 {
 	struct live_peer *p = find_path(d, c);
 
 	if (!p) {
 		p = xcalloc(1, sizeof(*p));
-		p->local = c->local.addr;
-		p->remote = c->remote.addr;
+		p->local = c->wire_local.addr;
+		p->remote = c->wire_remote.addr;
 		p->last_heard = loop_now();
+		p->suspended = suspended;
 		p->next = d->live.peers;
 		d->live.peers = p;
 		timer_init(&p->timer, live_tick, p);
@@ -176,25 +220,15 @@ void live_attach(struct rackd *d, struct conn *c)
 	p->nconns++;
 	if (!timer_pending(&p->timer))
 		loop_timer_arm(d->loop, &p->timer, heartbeat_interval(d, p));
-	if (p->suspended) {
-		struct conn *one[1] = { c };
-
-		hold_begin(d, one, 1);
-	}
+	return p;
 }
 
-void live_detach(struct rackd *d, struct conn *c)
+/* C leaves its path; the last one out frees it. */
+static void path_unlink(struct rackd *d, struct conn *c)
 {
 	struct live_peer *p = c->host, **pp;
 	struct conn **cp;
 
-	if (c->hold) {
-		/* Leaves its path while held (its socket is closing): it is
-		 * no longer anyone's to abort. */
-		hold_free(d, c);
-		loop_timer_cancel(d->loop, &c->expiry);
-		c->state = CONN_CONNECTED;
-	}
 	if (!p)
 		return;
 	for (cp = &p->conns; *cp && *cp != c; cp = &(*cp)->host_next)
@@ -204,6 +238,7 @@ void live_detach(struct rackd *d, struct conn *c)
 	if (p->carrier == c)
 		p->carrier = NULL;
 	c->host = NULL;
+	c->host_next = NULL;
 	if (--p->nconns)
 		return;
 	loop_timer_cancel(d->loop, &p->timer);
@@ -212,6 +247,90 @@ void live_detach(struct rackd *d, struct conn *c)
 	if (*pp)
 		*pp = p->next;
 	free(p);
+}
+
+void live_attach(struct rackd *d, struct conn *c)
+{
+	struct live_peer *p = path_link(d, c, false);
+
+	if (p->suspended) {
+		struct conn *one[1] = { c };
+
+		hold_begin(d, one, 1);
+	}
+}
+
+void live_detach(struct rackd *d, struct conn *c)
+{
+	if (c->hold) {
+		/* Leaves its path while held (its socket is closing): it is
+		 * no longer anyone's to abort. */
+		hold_free(d, c);
+		loop_timer_cancel(d->loop, &c->expiry);
+		c->state = CONN_CONNECTED;
+	}
+	path_unlink(d, c);
+}
+
+struct live_peer *live_move(struct rackd *d, struct conn *c, bool suspended)
+{
+	path_unlink(d, c);
+	return path_link(d, c, suspended);
+}
+
+/*
+ * Our address towards the peer of suspended path P is now SRC (the old
+ * one was removed, or a route changed): every connection of P moves to
+ * (SRC, peer), spliced in one transaction before anything is sent from
+ * there, and asks the peer to follow. P is freed.
+ */
+void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
+{
+	char o[ADDR_STRLEN], n[ADDR_STRLEN], r[ADDR_STRLEN];
+	unsigned count;
+	struct conn **batch = path_conns(p, &count);
+	struct live_peer *np = NULL;
+
+	log_info("path %s -> %s: local address now %s: moving %u "
+		 "connection(s)", addr_format(&p->local, o, sizeof(o)),
+		 addr_format(&p->remote, r, sizeof(r)),
+		 addr_format(src, n, sizeof(n)), count);
+	for (unsigned i = 0; i < count; i++) {
+		struct conn *c = batch[i];
+
+		c->wire_local.addr = *src;
+		reconnect_begin(c);
+	}
+	if (splice_apply(d, batch, count)) {
+		/* Nothing sent from an address the kernel cannot map back:
+		 * the next tick tries again. */
+		for (unsigned i = 0; i < count; i++)
+			batch[i]->wire_local.addr = p->local;
+		free(batch);
+		loop_timer_arm(d->loop, &p->timer, LIVE_PROBE_MAX_MS);
+		return;
+	}
+	for (unsigned i = 0; i < count; i++)
+		np = live_move(d, batch[i], true);	/* frees p at the end */
+	free(batch);
+	d->live.stats.migrations++;
+	if (np)
+		live_probe_now(d, np);
+}
+
+void live_probe_now(struct rackd *d, struct live_peer *p)
+{
+	struct conn *c = next_carrier(p);
+
+	/* From new endpoints the peer has to be asked at once; the tick
+	 * repeats it every interval after that. */
+	if (c->confirmed) {
+		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
+		d->live.stats.heartbeats_out++;
+	} else {
+		reconnect_send(d, c);
+	}
+	loop_timer_arm(d->loop, &p->timer, heartbeat_interval(d, p));
 }
 
 static void live_heard(struct rackd *d, struct live_peer *p)
@@ -230,23 +349,13 @@ void live_heard_path(struct rackd *d, struct conn *c)
 uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
-	enum edp_role role;
 
 	if (!c->host || !e || !e->keyed) {
 		d->edp.unexpected++;
 		return NF_DROP;
 	}
-	/* The sender's role: the other end of this connection. */
-	if (m->type == EDP_HEARTBEAT)
-		role = conn_is_client(c) ? EDP_ROLE_SERVER_HEARTBEAT
-				    : EDP_ROLE_CLIENT_HEARTBEAT;
-	else
-		role = conn_is_client(c) ? EDP_ROLE_SERVER_HEARTBEAT_ACK
-				    : EDP_ROLE_CLIENT_HEARTBEAT_ACK;
-	if (edp_mac_counter_verify(e->key, role, m->counter, &e->t, m->mac)) {
-		d->edp.bad_mac++;
+	if (!setup_numbered_valid(d, c, m))
 		return NF_DROP;
-	}
 	if (m->type == EDP_HEARTBEAT) {
 		/* Counters only grow: an old heartbeat is a replay. */
 		if (m->counter <= e->hb_in) {
@@ -276,6 +385,35 @@ static uint32_t addr_ifindex(const struct rackd *d, const struct addr *a)
 	return 0;
 }
 
+/* Every suspended path tries to reach its peer at once. */
+static void retry_now(struct rackd *d)
+{
+	for (struct live_peer *p = d->live.peers; p; p = p->next)
+		if (p->suspended)
+			loop_timer_arm(d->loop, &p->timer, 0);
+}
+
+/*
+ * A local address was removed: the paths leaving from it are suspended at
+ * once and look for another way to their peers right away; the sockets
+ * bound to it keep it, on "lo", for as long as they live.
+ */
+static void local_address_gone(struct rackd *d, const struct addr *a)
+{
+	if (local_is_kept(&d->local, a))
+		return;		/* our own, going away with its last user */
+	for (struct conn *c = d->conns.head; c; c = c->next)
+		if (c->host && addr_equal(&c->local.addr, a))
+			splice_keep_local(d, c);
+	for (struct live_peer *p = d->live.peers; p; p = p->next) {
+		if (!addr_equal(&p->local, a))
+			continue;
+		d->live.stats.addr_suspensions++;
+		live_suspend(d, p, "local address removed");
+		loop_timer_arm(d->loop, &p->timer, 0);
+	}
+}
+
 void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev)
 {
 	struct live_addr **pp = &d->live.addrs;
@@ -289,8 +427,12 @@ void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev)
 			*pp = gone->next;
 			free(gone);
 		}
+		local_address_gone(d, &ev->prefix.addr);
 		return;
 	}
+	/* A new address may be the way back to a suspended peer. */
+	if (!local_is_kept(&d->local, &ev->prefix.addr))
+		retry_now(d);
 	if (!*pp) {
 		*pp = xcalloc(1, sizeof(**pp));
 		(*pp)->addr = ev->prefix.addr;
@@ -308,11 +450,11 @@ void live_link_event(struct rackd *d, const struct rtnl_link_event *ev)
 		if (!usable && !p->suspended) {
 			d->live.stats.link_suspensions++;
 			live_suspend(d, p, "link lost its carrier");
-		} else if (usable && p->suspended) {
-			/* Try at once rather than at the next tick. */
-			loop_timer_arm(d->loop, &p->timer, 0);
 		}
 	}
+	/* A link coming up may be the way back to any suspended peer. */
+	if (usable)
+		retry_now(d);
 }
 
 unsigned live_suspended_count(const struct rackd *d)

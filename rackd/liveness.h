@@ -49,6 +49,8 @@ struct live_stats {
 	uint64_t windows_closed;	/* peer segments rewritten to window 0 */
 	uint64_t link_suspensions;	/* suspended at once by rtnetlink */
 	uint64_t resumed_by_traffic;	/* the socket heard from the peer first */
+	uint64_t addr_suspensions;	/* suspended at once: address removed */
+	uint64_t migrations;		/* paths moved to a new local address */
 };
 
 struct live_state {
@@ -63,6 +65,14 @@ struct rackd;
 void live_attach(struct rackd *d, struct conn *c);
 /* A connection goes away. */
 void live_detach(struct rackd *d, struct conn *c);
+/* C's wire endpoints changed: it joins their path (created suspended or
+ * not, as SUSPENDED says), which is returned. */
+struct live_peer *live_move(struct rackd *d, struct conn *c, bool suspended);
+/* Heartbeat or reconnect on P now, rather than at its next tick. */
+void live_probe_now(struct rackd *d, struct live_peer *p);
+/* Move a suspended path's connections to local address SRC. */
+void live_migrate(struct rackd *d, struct live_peer *p,
+		  const struct addr *src);
 /* A heartbeat or its answer for C; returns the verdict. */
 uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m);
 /* Evidence that C's path works again (other than a heartbeat). */

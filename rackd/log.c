@@ -107,6 +107,15 @@ void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
+void *xreallocarray(void *ptr, size_t n, size_t size)
+{
+	void *p = reallocarray(ptr, n, size);
+
+	if (!p)
+		fatalx(EXIT_NOMEM, "out of memory (%zu x %zu bytes)", n, size);
+	return p;
+}
+
 char *xstrdup(const char *s)
 {
 	char *p = strdup(s);

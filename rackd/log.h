@@ -32,6 +32,7 @@ noreturn void fatalx(int code, const char *fmt, ...)
 
 /* Allocation helpers: running out of memory in the daemon is fatal. */
 void *xcalloc(size_t n, size_t size);
+void *xreallocarray(void *ptr, size_t n, size_t size);
 char *xstrdup(const char *s);
 
 #endif

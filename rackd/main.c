@@ -28,6 +28,7 @@
 #include "queue.h"
 #include "rackd.h"
 #include "rtnl.h"
+#include "splice.h"
 #include "setup.h"
 #include "track.h"
 
@@ -177,6 +178,7 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 	d->queue_mode = used;
 	inject_set_mark(d->inject, cfg->mark);
 	reinstall_holds(d);
+	splice_reinstall(d);
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
@@ -358,6 +360,7 @@ static void start(struct rackd *d)
 	}
 	edp_announce_new(d->announcement);
 	keypool_init(&d->keys, d->loop);
+	reconnect_init(d);
 
 	ret = rtnl_open(&d->rtnl, &rh);
 	if (ret) {
@@ -413,6 +416,9 @@ static void stop(struct rackd *d)
 	inject_close(d->inject);
 	keypool_wipe(&d->keys);
 	live_free(d);
+	reconnect_free(d);
+	/* Our sockets are gone with their connections' racks state. */
+	local_free(&d->local);
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);

@@ -16,6 +16,9 @@
 #include "conn.h"
 #include "keypool.h"
 #include "liveness.h"
+#include "local.h"
+#include "reconnect.h"
+#include "splice.h"
 #include "option.h"
 #include "packet.h"
 #include "ruleset.h"
@@ -98,6 +101,9 @@ struct rackd {
 	struct inject *inject;
 	struct keypool keys;
 	struct live_state live;
+	struct reconnect_state reconnect;
+	struct splice_stats splice;
+	struct local_state local;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
 };
 

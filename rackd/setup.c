@@ -43,6 +43,46 @@ int setup_send_message(struct rackd *d, const struct conn *c,
 	return inject_send(d->inject, &seg);
 }
 
+/* Heartbeats and reconnections: the MAC's role by type and sender. */
+static enum edp_role numbered_role(uint8_t type, bool client)
+{
+	return (enum edp_role)(EDP_ROLE_CLIENT_HEARTBEAT +
+			       2 * (type - EDP_HEARTBEAT) + (client ? 0 : 1));
+}
+
+int setup_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
+			uint32_t counter)
+{
+	struct conn_edp *e = c->edp;
+	struct edp_msg m = { .version = EDP_VERSION, .type = type,
+			     .conn_id = e->conn_id, .counter = counter };
+	int ret;
+
+	edp_mac_counter(e->key, numbered_role(type, conn_is_client(c)),
+			counter, &e->t, m.mac);
+	ret = setup_send_message(d, c, &m);
+	if (ret)
+		d->edp.send_errors++;
+	else
+		d->edp.msgs_out++;
+	return ret;
+}
+
+bool setup_numbered_valid(struct rackd *d, struct conn *c,
+			  const struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+
+	/* The sender is the other end of this connection. */
+	if (edp_mac_counter_verify(e->key,
+				   numbered_role(m->type, !conn_is_client(c)),
+				   m->counter, &e->t, m->mac)) {
+		d->edp.bad_mac++;
+		return false;
+	}
+	return true;
+}
+
 static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 {
 	struct conn_edp *e = c->edp;
@@ -131,6 +171,7 @@ static void setup_connected(struct rackd *d, struct conn *c)
 	d->edp.setup_ok++;
 	conn_log(c, "connected");
 	ctl_event(d->ctl, "connected", c, NULL);
+	conn_index_edp(&d->conns, c, e->conn_id);
 	live_attach(d, c);
 }
 
@@ -307,6 +348,8 @@ uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
 	c->edp->received++;
 	if (m->type == EDP_HEARTBEAT || m->type == EDP_HEARTBEAT_ACK)
 		return live_input(d, c, m);
+	if (m->type == EDP_RECONNECT || m->type == EDP_RECONNECT_ACK)
+		return reconnect_input(d, c, p, m);
 	if (conn_is_client(c))
 		client_input(d, c, m);
 	else
@@ -320,6 +363,7 @@ void setup_free(struct rackd *d, struct conn *c)
 
 	if (!e)
 		return;
+	conn_unindex_edp(&d->conns, c);
 	loop_timer_cancel(d->loop, &e->retry);
 	sodium_memzero(e, sizeof(*e));
 	free(e);

@@ -19,6 +19,7 @@
 #ifndef RACKS_SETUP_H
 #define RACKS_SETUP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "conn.h"
@@ -52,6 +53,8 @@ struct conn_edp {
 	uint32_t hb_out;	/* our last heartbeat's counter */
 	uint32_t hb_acked;	/* the last one answered */
 	uint32_t hb_in;		/* the peer's last heartbeat */
+	uint32_t rc_base;	/* hb_out when our endpoints last changed:
+				 * an answer to any later counter confirms */
 	uint64_t started;	/* monotonic ms */
 };
 
@@ -67,6 +70,13 @@ uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
  * returns 0 or -errno. */
 int setup_send_message(struct rackd *d, const struct conn *c,
 		       const struct edp_msg *m);
+/* A numbered message (heartbeat, reconnection) of TYPE with COUNTER, its
+ * MAC under C's key; returns 0 or -errno. */
+int setup_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
+			uint32_t counter);
+/* Whether M's MAC proves that C's peer sent it (counted when not). */
+bool setup_numbered_valid(struct rackd *d, struct conn *c,
+			  const struct edp_msg *m);
 /* Give up on racks for C: state released, peer none, keys wiped. */
 void setup_release(struct rackd *d, struct conn *c, const char *why);
 /* Wipe and free C's key state (the connection is going away). */

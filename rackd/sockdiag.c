@@ -142,6 +142,7 @@ static int progress_attr(const struct nlattr *a, void *data)
 	ctx->out->rcv_wscale = ti.tcpi_rcv_wscale;
 	ctx->out->unacked = ti.tcpi_unacked;
 	ctx->out->backoff = ti.tcpi_backoff;
+	ctx->out->retransmits = ti.tcpi_retransmits;
 	ctx->found = true;
 	return MNL_CB_OK;
 }

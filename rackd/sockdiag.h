@@ -30,6 +30,7 @@ struct sockdiag_progress {
 	uint32_t snd_wscale, rcv_wscale;
 	uint32_t unacked;		/* segments in flight */
 	uint32_t backoff;		/* RTO backoff steps */
+	uint32_t retransmits;		/* RTO retransmissions unanswered */
 };
 
 /* Look up the socket LOCAL <-> REMOTE and read its tcp_info. */

@@ -16,7 +16,9 @@
 #include "loop.h"
 #include "rewrite.h"
 #include "setup.h"
+#include "reconnect.h"
 #include "sockdiag.h"
+#include "splice.h"
 
 /* Kernel TCP states (include/net/tcp_states.h) the sweep acts on. */
 #define TCP_STATE_TIME_WAIT 6
@@ -28,6 +30,8 @@ static uint8_t rewrite_buf[0xffff];
 void track_forget(struct rackd *d, struct conn *c)
 {
 	live_detach(d, c);
+	reconnect_forget(d, c);
+	splice_forget(d, c);
 	setup_free(d, c);
 	loop_timer_cancel(d->loop, &c->expiry);
 	conn_remove(&d->conns, c);
@@ -341,6 +345,7 @@ static void track_message(struct rackd *d, struct queue *q,
 {
 	struct edp_msg m;
 	enum edp_error err;
+	struct conn *c;
 
 	err = edp_option_parse(p->data + p->opt.racks_off, p->opt.racks_len,
 			       &m);
@@ -350,9 +355,14 @@ static void track_message(struct rackd *d, struct queue *q,
 		queue_verdict(q, qp->id, NF_ACCEPT);
 		return;
 	}
-	queue_verdict(q, qp->id,
-		      setup_input(d, outbound ? NULL : lookup(d, p, false),
-				  p, &m));
+	if (outbound)
+		c = NULL;
+	else if (edp_type_numbered(m.type))
+		/* Possibly from endpoints we do not know yet: by its id. */
+		c = conn_find_edp(&d->conns, m.conn_id);
+	else
+		c = lookup(d, p, false);
+	queue_verdict(q, qp->id, setup_input(d, c, p, &m));
 }
 
 void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
@@ -413,8 +423,14 @@ static void sweep_socket(void *arg, const struct sockdiag_entry *e)
 		/* Closing for good: nothing left to keep alive, and the peer
 		 * may have forgotten it already. */
 		if (c->host && (e->state == TCP_STATE_TIME_WAIT ||
-				e->state == TCP_STATE_CLOSE))
+				e->state == TCP_STATE_CLOSE)) {
 			live_detach(d, c);
+			/* Its kept address and map entries too: a TIME_WAIT
+			 * socket only ever re-acknowledges a FIN, and the
+			 * peer's socket closes just as well without that. */
+			reconnect_forget(d, c);
+			splice_forget(d, c);
+		}
 	}
 }
 

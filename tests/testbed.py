@@ -913,6 +913,47 @@ class Topology:
 
     # addresses -------------------------------------------------------------
 
+    def remove_address(self, host, family, cidr, retire=True):
+        """Remove cidr ('ADDR/PREFIX') from host's eth0. With retire, R
+        also forgets that subnet (its side's address), so that the old
+        address is unreachable from anywhere, as after a real move."""
+        iface = ipaddress.ip_interface(cidr)
+        self.ns(host).ip_batch([f"addr del {iface} dev {HOST_IFACE}"])
+        if retire:
+            gateway = self._router_ip(iface.network)
+            self.r.ip_batch([f"addr del {gateway}/{iface.network.prefixlen} "
+                             f"dev {self.router_iface(host)}"])
+
+    def cidr(self, host, family):
+        """host's current address of family with its prefix length."""
+        return f"{self.addr[host][family]}/{self.prefix[host][family]}"
+
+    def reserve_subnet(self, host, family):
+        """A fresh subnet on R's side towards host, for a later move of
+        host there; returns host's address in it as 'ADDR/PREFIX'.
+
+        IPv6 needs this before a cut: an address added while R's
+        interface is down does not answer neighbour solicitations after
+        it comes up again."""
+        n = next(self._next_subnet)
+        net = v4_net(n) if family == "v4" else v6_net(n)
+        nodad = " nodad" if family == "v6" else ""
+        self.r.ip_batch([f"addr replace {self._router_ip(net)}/{net.prefixlen} "
+                         f"dev {self.router_iface(host)}{nodad}"])
+        return f"{self._host_ip(net)}/{net.prefixlen}"
+
+    def move_to_new_subnet(self, host, family, keep_old=False, new=None):
+        """host's address of family moves to a fresh subnet (new, from
+        reserve_subnet, or one made now), which R routes; unless keep_old,
+        the old subnet is retired (removed from host and R). Returns the
+        new address."""
+        old = self.cidr(host, family)
+        new = new or self.reserve_subnet(host, family)
+        self._move_address(host, family, new, keep_old=True)
+        if not keep_old:
+            self.remove_address(host, family, old)
+        return self.addr[host][family]
+
     def change_address(self, host, v4=None, v6=None, keep_old=False):
         """Give host new addresses; return {'v4': ..., 'v6': ...}.
 

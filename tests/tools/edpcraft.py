@@ -30,7 +30,7 @@ CASES = {
     # (flags, option bytes)
     "syn-bad-length": ("S", opt(1, 1, b"\x00\x00")),      # 7 bytes for a SYN
     "syn-bad-version": ("S", opt(2, 1, b"\x00")),
-    "syn-bad-type": ("S", opt(1, 9, b"\x00")),
+    "syn-bad-type": ("S", opt(1, 15, b"\x00")),
     "syn-truncated": ("S", bytes([254, 4]) + EXID),
     "key-oversized": ("A", opt(1, 3, os.urandom(34))),    # 39 bytes
     "forged-key": ("A", opt(1, 3, os.urandom(32))),

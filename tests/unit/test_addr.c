@@ -4,6 +4,7 @@
  * endpoints and prefixes for IPv4 and IPv6.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -163,12 +164,52 @@ TEST(equality)
 	CHECK(!endpoint_equal(&e1, &e3));
 }
 
+TEST(endpoint_parse_cases)
+{
+	static const struct {
+		const char *in;
+		int ret;
+		const char *back;	/* endpoint_format of the result */
+		bool has_port;
+	} cases[] = {
+		{ "10.0.0.1", 0, "10.0.0.1:0", false },
+		{ "10.0.0.1:8080", 0, "10.0.0.1:8080", true },
+		{ "fd00::1", 0, "[fd00::1]:0", false },
+		{ "[fd00::1]:22", 0, "[fd00::1]:22", true },
+		{ "[fd00::1]", 0, "[fd00::1]:0", false },
+		{ "10.0.0.1:0", -EINVAL, NULL, false },
+		{ "10.0.0.1:65536", -EINVAL, NULL, false },
+		{ "10.0.0.1:", -EINVAL, NULL, false },
+		{ "10.0.0.1:+5", -EINVAL, NULL, false },
+		{ "[10.0.0.1]:5", -EINVAL, NULL, false },
+		{ "[fd00::1]x", -EINVAL, NULL, false },
+		{ "[fd00::1", -EINVAL, NULL, false },
+		{ "host:22", -EINVAL, NULL, false },
+		{ "", -EINVAL, NULL, false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct endpoint e;
+		char buf[ENDPOINT_STRLEN];
+		bool has_port;
+		int ret = endpoint_parse(cases[i].in, &e, &has_port);
+
+		if (!CHECK_EQ_INT(ret, cases[i].ret) || ret)
+			continue;
+		CHECK_EQ_STR(endpoint_format(&e, buf, sizeof(buf)),
+			     cases[i].back);
+		CHECK_EQ_INT(has_port, cases[i].has_port);
+	}
+}
+
 static const struct unit_test tests[] = {
 	UNIT(prefix_parse_good),
 	UNIT(prefix_parse_bad),
 	UNIT(prefix_contains_cases),
 	UNIT(endpoint_format_cases),
 	UNIT(equality),
+	UNIT(endpoint_parse_cases),
 };
 
 UNIT_MAIN("addr", tests)
+

@@ -13,6 +13,7 @@
 
 static const uint8_t all_types[] = {
 	EDP_SYN, EDP_SYNACK, EDP_KEY, EDP_CONFIRM, EDP_DONE,
+	EDP_HEARTBEAT, EDP_HEARTBEAT_ACK, EDP_RECONNECT, EDP_RECONNECT_ACK,
 };
 
 static void fill_random(uint8_t *p, size_t n)
@@ -28,6 +29,8 @@ static struct edp_msg random_msg(uint8_t type)
 	m.flags = (uint8_t)unit_rand();
 	fill_random(m.key, sizeof(m.key));
 	fill_random(m.mac, sizeof(m.mac));
+	m.conn_id = (uint64_t)unit_rand() << 32 | (uint32_t)unit_rand();
+	m.counter = (uint32_t)unit_rand();
 	return m;
 }
 
@@ -40,8 +43,11 @@ static size_t raw_len(uint8_t type)
 		return EDP_OPT_HDR_LEN + 1;
 	case EDP_KEY:
 		return EDP_OPT_HDR_LEN + EDP_KEY_LEN;
-	default:
+	case EDP_CONFIRM:
+	case EDP_DONE:
 		return EDP_OPT_HDR_LEN + EDP_MAC_LEN;
+	default:
+		return EDP_OPT_HDR_LEN + 8 + 4 + EDP_MAC_LEN;
 	}
 }
 
@@ -80,6 +86,10 @@ TEST(round_trip_every_type)
 			} else {
 				CHECK_EQ_MEM(back.mac, m.mac, EDP_MAC_LEN);
 			}
+			if (edp_type_numbered(type)) {
+				CHECK(back.conn_id == m.conn_id);
+				CHECK_EQ_INT(back.counter, m.counter);
+			}
 		}
 	}
 }
@@ -92,7 +102,8 @@ TEST(exact_bytes_and_padding)
 	} want[] = {
 		{ EDP_SYN, 8, 6 },	{ EDP_SYNACK, 8, 6 },
 		{ EDP_KEY, 40, 37 },	{ EDP_CONFIRM, 24, 21 },
-		{ EDP_DONE, 24, 21 },
+		{ EDP_DONE, 24, 21 },	{ EDP_HEARTBEAT, 36, 33 },
+		{ EDP_RECONNECT, 36, 33 }, { EDP_RECONNECT_ACK, 36, 33 },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -112,6 +123,19 @@ TEST(exact_bytes_and_padding)
 			CHECK_EQ_MEM(buf + 5, m.key, EDP_KEY_LEN);
 		else if (want[i].len == 21)
 			CHECK_EQ_MEM(buf + 5, m.mac, EDP_MAC_LEN);
+		else if (want[i].len == 33) {
+			uint8_t id[8] = {
+				m.conn_id >> 56, m.conn_id >> 48,
+				m.conn_id >> 40, m.conn_id >> 32,
+				m.conn_id >> 24, m.conn_id >> 16,
+				m.conn_id >> 8, m.conn_id,
+			};
+
+			CHECK_EQ_MEM(buf + 5, id, 8);
+			CHECK_EQ_INT((uint32_t)buf[13] << 24 | buf[14] << 16 |
+				     buf[15] << 8 | buf[16], m.counter);
+			CHECK_EQ_MEM(buf + 17, m.mac, EDP_MAC_LEN);
+		}
 		else
 			CHECK_EQ_INT(buf[5], m.flags);
 		for (size_t j = want[i].len; j < n; j++)
@@ -144,7 +168,7 @@ TEST(build_without_room)
 		CHECK_EQ_INT(edp_option_build(&m, buf, size), size);
 	}
 	/* Unknown types are never built, whatever the room. */
-	static const uint8_t bad[] = { 0, 8, 15, 0xff };
+	static const uint8_t bad[] = { 0, 10, 15, 0xff };
 
 	for (size_t i = 0; i < sizeof(bad); i++) {
 		struct edp_msg m = random_msg(bad[i]);
@@ -225,7 +249,7 @@ TEST(parse_length)
 TEST(parse_version_and_type)
 {
 	static const uint8_t versions[] = { 0, 2, 15 };
-	static const uint8_t types[] = { 0, 8, 15 };
+	static const uint8_t types[] = { 0, 10, 15 };
 	uint8_t b[8];
 	struct edp_msg m;
 

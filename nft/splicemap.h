@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Splicing in the kernel: the maps of "inet racks" that rewrite a spliced
+ * connection's segments between its socket's endpoints and the endpoints
+ * it travels between now, statelessly, so that its data never has to
+ * reach user space. Sequence numbers never change (a reconnection keeps
+ * the connection's own), so addresses and the remote port are all there
+ * is to rewrite; nft fixes the checksums itself.
+ *
+ * Outgoing, in a route chain after rackd's own (the socket's tuple S =
+ * local, lport, remote, rport is looked up in three steps, each on the
+ * tuple as the previous step left it):
+ *
+ *   out_rport[S]                        -> tcp dport   (wire rport)
+ *   out_raddr[local, lport, remote, wire rport]  -> ip daddr
+ *   out_laddr[local, lport, wire remote, wire rport] -> ip saddr
+ *
+ * Incoming, in prerouting before conntrack, the mirror image starting
+ * from the wire tuple. A miss at the first step leaves a segment alone;
+ * all three entries of a connection are added and removed together.
+ */
+#ifndef RACKS_NFT_SPLICEMAP_H
+#define RACKS_NFT_SPLICEMAP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "addr.h"
+
+struct splicemap_entry {
+	struct endpoint local, remote;		/* the socket's */
+	struct endpoint wire_local, wire_remote;	/* on the wire */
+};
+
+/* The maps' declarations, for the table script (both families). */
+void splicemap_declare(FILE *f);
+/* The two rewriting chains (hook output and prerouting). */
+void splicemap_chains(FILE *f);
+/* Append the commands deleting (ADD false) or adding entry E. */
+void splicemap_write(FILE *f, const struct splicemap_entry *e, bool add);
+
+#endif

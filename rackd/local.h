@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The local end of spliced connections: which local address reaches a
+ * peer now, and keeping a removed address usable for the sockets still
+ * bound to it. A socket whose local address disappears is not reset by
+ * the kernel, but its segments fail routing before any netfilter hook;
+ * kept as a host route on "lo" the address lets it send again (into the
+ * splice) and receive what the splice hands it, until its connection
+ * ends. rackd's kept addresses carry their own IFA_PROTO value, so that
+ * "ip address" shows who added them.
+ */
+#ifndef RACKS_LOCAL_H
+#define RACKS_LOCAL_H
+
+#include <stdbool.h>
+
+#include "addr.h"
+
+#define LOCAL_IFA_PROTO 0x72	/* 'r' */
+
+struct local_kept {
+	struct addr addr;
+	unsigned refs;
+	bool added;		/* by us: removed when the last user ends */
+	struct local_kept *next;
+};
+
+struct local_state {
+	struct local_kept *kept;
+	unsigned long keeps, keep_errors;
+};
+
+/* The source address the kernel would use to reach DST now; -errno when
+ * there is no route (or only a tentative IPv6 address). */
+int local_source(const struct addr *dst, struct addr *src);
+/* One more user of ADDR, kept on "lo" unless it is local anyway. */
+int local_keep(struct local_state *s, const struct addr *addr);
+/* One user less; the last one removes an address we added. */
+void local_unkeep(struct local_state *s, const struct addr *addr);
+/* Whether ADDR is one we keep on "lo" (its events are our own). */
+bool local_is_kept(const struct local_state *s, const struct addr *addr);
+/* Remove every address we added (shutdown). */
+void local_free(struct local_state *s);
+
+#endif

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "reconnect.h"
+
+#include <errno.h>
+#include <netinet/in.h> /* before linux/ headers: libc-compat */
+#include <linux/netfilter.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ctl.h"
+#include "hold.h"
+#include "liveness.h"
+#include "local.h"
+#include "log.h"
+#include "loop.h"
+#include "rackd.h"
+#include "setup.h"
+#include "splice.h"
+
+static void reconnect_flush(struct timer *t, void *arg);
+
+void reconnect_init(struct rackd *d)
+{
+	timer_init(&d->reconnect.flush, reconnect_flush, d);
+}
+
+void reconnect_free(struct rackd *d)
+{
+	struct reconnect_state *r = &d->reconnect;
+
+	loop_timer_cancel(d->loop, &r->flush);
+	free(r->accepted);
+	free(r->counters);
+	r->accepted = NULL;
+	r->counters = NULL;
+	r->naccepted = r->cap = 0;
+}
+
+void reconnect_send(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+
+	if (setup_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
+		d->reconnect.stats.sent++;
+}
+
+void reconnect_begin(struct conn *c)
+{
+	c->confirmed = false;
+	c->edp->rc_base = c->edp->hb_out;
+}
+
+void reconnect_forget(struct rackd *d, struct conn *c)
+{
+	struct reconnect_state *r = &d->reconnect;
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < r->naccepted; i++) {
+		if (r->accepted[i] == c)
+			continue;
+		r->accepted[kept] = r->accepted[i];
+		r->counters[kept++] = r->counters[i];
+	}
+	r->naccepted = kept;
+}
+
+static void event_moved(struct rackd *d, struct conn *c)
+{
+	char l[ENDPOINT_STRLEN], w[ENDPOINT_STRLEN], buf[2 * ENDPOINT_STRLEN + 8];
+
+	c->reconnections++;
+	c->reconnected = time(NULL);
+	snprintf(buf, sizeof(buf), "%s -> %s",
+		 endpoint_format(&c->wire_local, l, sizeof(l)),
+		 endpoint_format(&c->wire_remote, w, sizeof(w)));
+	conn_log(c, "reconnected");
+	ctl_event(d->ctl, "reconnect", c, buf);
+}
+
+/* Resume C now that its peer knows where it is. */
+static void resume_one(struct rackd *d, struct conn *c)
+{
+	live_heard_path(d, c);
+	if (c->hold && !c->hold->resuming && c->host && !c->host->suspended) {
+		struct conn *one[1] = { c };
+
+		hold_end(d, one, 1);
+	} else if (!c->hold) {
+		/* It kept sending to where the peer no longer was. */
+		hold_nudge(d, c);
+	}
+}
+
+/*
+ * The reconnections accepted since the last flush: spliced in one
+ * transaction, then answered (from the new endpoints, which the splice
+ * now maps), then resumed. If the splice fails nothing is answered: the
+ * peer asks again.
+ */
+static void reconnect_flush(struct timer *t, void *arg)
+{
+	struct rackd *d = arg;
+	struct reconnect_state *r = &d->reconnect;
+	unsigned n = r->naccepted;
+
+	(void)t;
+	r->naccepted = 0;
+	if (splice_apply(d, r->accepted, n))
+		return;
+	for (unsigned i = 0; i < n; i++)
+		if (setup_send_numbered(d, r->accepted[i], EDP_RECONNECT_ACK,
+					r->counters[i]) == 0)
+			d->reconnect.stats.sent++;
+	for (unsigned i = 0; i < n; i++)
+		resume_one(d, r->accepted[i]);
+}
+
+static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
+{
+	struct reconnect_state *r = &d->reconnect;
+
+	if (r->naccepted == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->accepted = xreallocarray(r->accepted, r->cap,
+					    sizeof(*r->accepted));
+		r->counters = xreallocarray(r->counters, r->cap,
+					    sizeof(*r->counters));
+	}
+	r->accepted[r->naccepted] = c;
+	r->counters[r->naccepted++] = counter;
+	if (!timer_pending(&r->flush))
+		loop_timer_arm(d->loop, &r->flush, 0);
+}
+
+/* The peer moved (or asks again): follow it to the segment's endpoints. */
+static uint32_t reconnect_take(struct rackd *d, struct conn *c,
+			       const struct packet *p, uint32_t counter)
+{
+	struct conn_edp *e = c->edp;
+	struct endpoint wl = { .addr = p->dst, .port = p->dport };
+	struct endpoint wr = { .addr = p->src, .port = p->sport };
+
+	if (counter <= e->hb_in) {
+		d->reconnect.stats.refused_replay++;
+		return NF_DROP;
+	}
+	/* Only the peer's end may move: our port is the socket's own. */
+	if (p->dport != c->local.port ||
+	    p->src.family != c->local.addr.family) {
+		d->reconnect.stats.refused_other++;
+		return NF_DROP;
+	}
+	e->hb_in = counter;
+	d->reconnect.stats.accepted++;
+	c->confirmed = true;
+	if (!endpoint_equal(&wl, &c->wire_local) ||
+	    !endpoint_equal(&wr, &c->wire_remote)) {
+		c->wire_local = wl;
+		c->wire_remote = wr;
+		live_move(d, c, false);
+		event_moved(d, c);
+	}
+	accept_later(d, c, counter);
+	return NF_DROP;
+}
+
+/* Our reconnection was accepted: the peer splices onto our endpoints. */
+static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
+				uint32_t counter)
+{
+	struct conn_edp *e = c->edp;
+
+	if (counter > e->hb_out || counter <= e->hb_acked) {
+		d->reconnect.stats.refused_replay++;
+		return NF_DROP;
+	}
+	e->hb_acked = counter;
+	d->reconnect.stats.acks_in++;
+	if (counter > e->rc_base && !c->confirmed) {
+		c->confirmed = true;
+		event_moved(d, c);
+	}
+	resume_one(d, c);
+	return NF_DROP;
+}
+
+uint32_t reconnect_input(struct rackd *d, struct conn *c,
+			 const struct packet *p, const struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+
+	if (!c->host || !e || !e->keyed) {
+		d->reconnect.stats.refused_other++;
+		return NF_DROP;
+	}
+	if (!setup_numbered_valid(d, c, m)) {
+		d->reconnect.stats.refused_mac++;
+		return NF_DROP;
+	}
+	if (m->type == EDP_RECONNECT)
+		return reconnect_take(d, c, p, m->counter);
+	return reconnect_acked(d, c, m->counter);
+}
+
+int reconnect_set_peer(struct rackd *d, struct conn *c,
+		       const struct endpoint *peer, bool with_port)
+{
+	struct conn **batch, **held;
+	struct live_peer *path = NULL;
+	struct addr src, old = c->wire_remote.addr;
+	unsigned n = 0, nheld = 0;
+	int ret;
+
+	if (!c->host || !c->edp || !c->edp->keyed)
+		return -ENOTCONN;
+	if (peer->addr.family != c->remote.addr.family)
+		return -EAFNOSUPPORT;
+	if (local_source(&peer->addr, &src))
+		src = c->wire_local.addr;	/* no route yet: try later */
+	batch = xcalloc(d->conns.count, sizeof(*batch));
+	for (struct conn *o = d->conns.head; o; o = o->next)
+		if (o == c || (!with_port && o->host && o->edp &&
+			       addr_equal(&o->wire_remote.addr, &old)))
+			batch[n++] = o;
+	for (unsigned i = 0; i < n; i++) {
+		batch[i]->wire_remote.addr = peer->addr;
+		if (with_port)
+			batch[i]->wire_remote.port = peer->port;
+		batch[i]->wire_local.addr = src;
+		reconnect_begin(batch[i]);
+	}
+	ret = splice_apply(d, batch, n);
+	if (ret) {
+		free(batch);
+		return ret;
+	}
+	/* Held until the peer follows: a segment reaching it on endpoints
+	 * it has not spliced yet would draw a RST. */
+	held = xcalloc(n ? n : 1, sizeof(*held));
+	for (unsigned i = 0; i < n; i++) {
+		path = live_move(d, batch[i], true);
+		if (!batch[i]->hold)
+			held[nheld++] = batch[i];
+	}
+	hold_begin(d, held, nheld);
+	/* They all went to the same path: (our source, the new address). */
+	live_probe_now(d, path);
+	free(held);
+	free(batch);
+	d->reconnect.stats.manual++;
+	return (int)n;
+}

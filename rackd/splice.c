@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "splice.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "local.h"
+#include "log.h"
+#include "rackd.h"
+#include "ruleset.h"
+#include "splicemap.h"
+
+static void entry_of(const struct conn *c, bool installed,
+		     struct splicemap_entry *e)
+{
+	e->local = c->local;
+	e->remote = c->remote;
+	e->wire_local = installed ? c->mapped_local : c->wire_local;
+	e->wire_remote = installed ? c->mapped_remote : c->wire_remote;
+}
+
+static bool needs_update(const struct conn *c)
+{
+	if (!c->mapped)
+		return conn_spliced(c);
+	return !endpoint_equal(&c->mapped_local, &c->wire_local) ||
+	       !endpoint_equal(&c->mapped_remote, &c->wire_remote);
+}
+
+/* One transaction: the installed entries out, the wanted ones in. */
+static int run(struct rackd *d, struct conn *const *conns, unsigned n,
+	       bool del, bool add)
+{
+	char *buf = NULL, err[256];
+	size_t len = 0;
+	unsigned changed = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int ret = 0;
+
+	if (!f)
+		fatalx(EXIT_NOMEM, "out of memory");
+	for (unsigned i = 0; i < n; i++) {
+		const struct conn *c = conns[i];
+		struct splicemap_entry e;
+
+		if (!needs_update(c) && del && add)
+			continue;
+		if (del && c->mapped) {
+			entry_of(c, true, &e);
+			splicemap_write(f, &e, false);
+		}
+		if (add && conn_spliced(c)) {
+			entry_of(c, false, &e);
+			splicemap_write(f, &e, true);
+		}
+		changed++;
+	}
+	fputc('\0', f);
+	if (fclose(f) != 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	if (buf[0])
+		ret = ruleset_run(buf, err, sizeof(err));
+	free(buf);
+	if (ret) {
+		d->splice.errors++;
+		log_warnx("splicing %u connection(s): %s", changed, err);
+		return ret;
+	}
+	d->splice.updates += changed;
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c = conns[i];
+
+		c->mapped = add && conn_spliced(c);
+		c->mapped_local = c->wire_local;
+		c->mapped_remote = c->wire_remote;
+	}
+	return 0;
+}
+
+int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n)
+{
+	return n ? run(d, conns, n, true, true) : 0;
+}
+
+void splice_keep_local(struct rackd *d, struct conn *c)
+{
+	if (c->kept_local)
+		return;
+	c->kept_local = true;
+	local_keep(&d->local, &c->local.addr);
+}
+
+void splice_forget(struct rackd *d, struct conn *c)
+{
+	if (c->mapped)
+		run(d, &c, 1, true, false);
+	if (c->kept_local) {
+		c->kept_local = false;
+		local_unkeep(&d->local, &c->local.addr);
+	}
+}
+
+void splice_reinstall(struct rackd *d)
+{
+	for (struct conn *c = d->conns.head; c; c = c->next) {
+		if (!c->mapped)
+			continue;
+		c->mapped = false;
+		run(d, &c, 1, false, true);
+	}
+}

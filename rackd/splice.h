@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Splicing a connection onto new endpoints: its socket keeps its own
+ * tuple for life, while its segments travel between the endpoints the
+ * two rackds last agreed on (conn->wire_local / wire_remote). The kernel
+ * translates between the two with the maps of nft/splicemap.h, so the
+ * data of a spliced connection stays out of user space too; sequence
+ * numbers are the connection's own and need no translation.
+ */
+#ifndef RACKS_SPLICE_H
+#define RACKS_SPLICE_H
+
+#include "conn.h"
+
+struct rackd;
+
+struct splice_stats {
+	uint64_t updates;	/* connections whose maps were rewritten */
+	uint64_t errors;	/* nft refused an update */
+};
+
+/* Bring the maps of CONNS in line with their wire endpoints, in one
+ * transaction; returns 0 or -errno (then nothing changed). */
+int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n);
+/* The socket's local address went away: keep it usable on "lo". */
+void splice_keep_local(struct rackd *d, struct conn *c);
+/* C goes away: its map entries and its kept address with it. */
+void splice_forget(struct rackd *d, struct conn *c);
+/* A new table has empty maps: put every spliced connection back. */
+void splice_reinstall(struct rackd *d);
+
+#endif
