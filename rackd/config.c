@@ -189,6 +189,13 @@ static int set_max_suspend(struct config *cfg, char *v, char *why, size_t wl)
 			    wl);
 }
 
+static int set_retry_interval(struct config *cfg, char *v, char *why,
+			      size_t wl)
+{
+	return set_duration(&cfg->retry_interval_ms, "retry_interval", v, 100,
+			    why, wl);
+}
+
 static int set_answer_probes(struct config *cfg, char *v, char *why,
 			     size_t wl)
 {
@@ -332,6 +339,7 @@ static const struct config_key config_keys[] = {
 	{ "setup_timeout", set_setup_timeout },
 	{ "answer_probes", set_answer_probes },
 	{ "suspend_after", set_suspend_after },
+	{ "retry_interval", set_retry_interval },
 	{ "max_suspend", set_max_suspend },
 	{ "sweep_interval", set_sweep_interval },
 	{ "max_connections", set_max_connections },
@@ -358,6 +366,7 @@ struct config *config_defaults(void)
 	cfg->setup_timeout_ms = 5000;
 	cfg->answer_probes = true;
 	cfg->suspend_after_ms = 5000;
+	cfg->retry_interval_ms = 1000;
 	cfg->max_suspend_ms = 3ULL * 86400000;
 	cfg->sweep_interval_ms = 10000;
 	cfg->max_connections = 1000000;
@@ -512,6 +521,7 @@ void config_dump(const struct config *cfg, FILE *f)
 	dump_duration(f, "setup_timeout", cfg->setup_timeout_ms);
 	fprintf(f, "answer_probes = %s\n", cfg->answer_probes ? "yes" : "no");
 	dump_duration(f, "suspend_after", cfg->suspend_after_ms);
+	dump_duration(f, "retry_interval", cfg->retry_interval_ms);
 	dump_duration(f, "max_suspend", cfg->max_suspend_ms);
 	dump_duration(f, "sweep_interval", cfg->sweep_interval_ms);
 	fprintf(f, "max_connections = %u\n", cfg->max_connections);

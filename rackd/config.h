@@ -40,6 +40,7 @@ struct config {
 	uint64_t setup_timeout_ms;	/* racks set-up must finish by then */
 	uint64_t suspend_after_ms;	/* silence that suspends a connection */
 	uint64_t max_suspend_ms;	/* longest hold before a deliberate abort */
+	uint64_t retry_interval_ms;	/* longest wait between reconnection tries */
 	bool answer_probes;		/* answer classic EDP probes */
 	uint64_t sweep_interval_ms;	/* check the table against the kernel */
 	uint32_t max_connections;

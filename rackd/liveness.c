@@ -21,9 +21,6 @@
 #define TCP_STATE_LAST_ACK 9
 #define TCP_STATE_CLOSING 11
 
-/* While suspended, the peer is probed at least this often, so that a
- * restored path resumes within about a second. */
-#define LIVE_PROBE_MAX_MS 1000
 /* Reconnections of a working path are repeated this often until each is
  * acknowledged. */
 #define LIVE_RECONNECT_RETRY_MS 200
@@ -33,8 +30,8 @@ static uint64_t heartbeat_interval(const struct rackd *d,
 {
 	uint64_t iv = d->cfg->suspend_after_ms / 3;
 
-	if (p->suspended && iv > LIVE_PROBE_MAX_MS)
-		iv = LIVE_PROBE_MAX_MS;
+	if (p->suspended && iv > d->cfg->retry_interval_ms)
+		iv = d->cfg->retry_interval_ms;
 	return iv < 100 ? 100 : iv;
 }
 
@@ -307,7 +304,7 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 		for (unsigned i = 0; i < count; i++)
 			batch[i]->wire_local.addr = p->local;
 		free(batch);
-		loop_timer_arm(d->loop, &p->timer, LIVE_PROBE_MAX_MS);
+		loop_timer_arm(d->loop, &p->timer, d->cfg->retry_interval_ms);
 		return;
 	}
 	for (unsigned i = 0; i < count; i++)

@@ -103,6 +103,7 @@ static void check_config_equal(const struct config *a, const struct config *b)
 	CHECK_EQ_INT(a->all_ports, b->all_ports);
 	CHECK_EQ_INT(a->syn_timeout_ms, b->syn_timeout_ms);
 	CHECK_EQ_INT(a->sweep_interval_ms, b->sweep_interval_ms);
+	CHECK_EQ_INT(a->retry_interval_ms, b->retry_interval_ms);
 	CHECK_EQ_INT(a->max_connections, b->max_connections);
 	CHECK_EQ_INT(a->debug, b->debug);
 	if (CHECK_EQ_INT(a->nports, b->nports))
@@ -142,6 +143,7 @@ TEST(missing_file_defaults)
 	CHECK_EQ_INT(def->nexclude, 0);
 	CHECK_EQ_INT(def->syn_timeout_ms, 30000);
 	CHECK_EQ_INT(def->sweep_interval_ms, 10000);
+	CHECK_EQ_INT(def->retry_interval_ms, 1000);
 	CHECK_EQ_INT(def->max_connections, 1000000);
 	CHECK(!def->debug);
 	config_free(cfg);
@@ -180,6 +182,7 @@ TEST(every_key)
 		"exclude = 192.0.2.1\n"
 		"syn_timeout = 45s\n"
 		"sweep_interval = 250ms\n"
+		"retry_interval = 300ms\n"
 		"max_connections = 10000000\n"
 		"log_level = debug\n");
 
@@ -207,6 +210,7 @@ TEST(every_key)
 	}
 	CHECK_EQ_INT(cfg->syn_timeout_ms, 45000);
 	CHECK_EQ_INT(cfg->sweep_interval_ms, 250);
+	CHECK_EQ_INT(cfg->retry_interval_ms, 300);
 	CHECK_EQ_INT(cfg->max_connections, 10000000);
 	CHECK(cfg->debug);
 	config_free(cfg);
@@ -301,6 +305,7 @@ TEST(durations)
 	config_free(cfg);
 	check_error("syn_timeout = 999ms\n", "at least 1000ms");
 	check_error("sweep_interval = 99ms\n", "at least 100ms");
+	check_error("retry_interval = 50ms\n", "at least 100ms");
 	check_error("syn_timeout = soon\n", "syn_timeout must be a duration");
 	check_error("sweep_interval = 400d\n", "sweep_interval must be at most 365d");
 	check_error("syn_timeout = 1e3\n", "syn_timeout must be a duration");
@@ -530,7 +535,7 @@ TEST(dump_round_trip)
 			     "mark = 0x7261636b\nports = 80, 8000-8080\n"
 			     "exclude = fd00::/8\nsyn_timeout = 1500ms\n"
 			     "setup_timeout = 5s\nanswer_probes = yes\n"
-			     "suspend_after = 5s\nmax_suspend = 3d\n"
+			     "suspend_after = 5s\nretry_interval = 1s\nmax_suspend = 3d\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
 			     "log_level = info\n");
 	}
