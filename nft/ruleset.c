@@ -238,21 +238,33 @@ static bool ruleset_present(void)
 	return found;
 }
 
-static int install_native(const struct config *cfg, char *err, size_t errlen)
+/* The table for CFG followed by STATE (element commands), so that the
+ * running connections' holds and splices never miss a packet. */
+static int install_table(const struct config *cfg, bool native,
+			 const char *state, char *err, size_t errlen)
 {
-	char *script = ruleset_script(cfg, true);
-	int ret = ruleset_run(script, err, errlen);
+	char *table = ruleset_script(cfg, native), *script;
+	int ret;
 
+	if (asprintf(&script, "%s%s", table, state ? state : "") < 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	ret = ruleset_run(script, err, errlen);
 	free(script);
+	free(table);
 	return ret;
 }
 
-static int install_xt(const struct config *cfg, char *err, size_t errlen)
+static int install_native(const struct config *cfg, const char *state,
+			  char *err, size_t errlen)
 {
-	char *script = ruleset_script(cfg, false);
-	int ret = ruleset_run(script, err, errlen);
+	return install_table(cfg, true, state, err, errlen);
+}
 
-	free(script);
+static int install_xt(const struct config *cfg, const char *state, char *err,
+		      size_t errlen)
+{
+	int ret = install_table(cfg, false, state, err, errlen);
+
 	if (ret)
 		return ret;
 	/* Second transaction: until it commits the table diverts nothing,
@@ -267,15 +279,15 @@ static int install_xt(const struct config *cfg, char *err, size_t errlen)
 }
 
 int ruleset_install(const struct config *cfg, enum queue_mode mode,
-		    enum ruleset_queue *used, bool *replaced, char *err,
-		    size_t errlen)
+		    const char *state, enum ruleset_queue *used,
+		    bool *replaced, char *err, size_t errlen)
 {
 	char native_err[256] = "";
 	int ret;
 
 	*replaced = ruleset_present();
 	if (mode != QUEUE_MODE_XT) {
-		ret = install_native(cfg, native_err, sizeof(native_err));
+		ret = install_native(cfg, state, native_err, sizeof(native_err));
 		if (ret == 0) {
 			*used = RULESET_QUEUE_NATIVE;
 			return 0;
@@ -295,7 +307,7 @@ int ruleset_install(const struct config *cfg, enum queue_mode mode,
 		log_info("native nft queue unavailable (%s); using the xt "
 			 "NFQUEUE target", native_err);
 	}
-	ret = install_xt(cfg, err, errlen);
+	ret = install_xt(cfg, state, err, errlen);
 	if (ret == 0) {
 		*used = RULESET_QUEUE_XT;
 		return 0;
@@ -308,6 +320,34 @@ int ruleset_install(const struct config *cfg, enum queue_mode mode,
 		return -ENOTSUP;
 	}
 	return ret;
+}
+
+void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
+			bool add)
+{
+	for (int fam = 0; fam < 2; fam++) {
+		int family = fam ? AF_INET6 : AF_INET;
+		bool first = true;
+
+		for (unsigned i = 0; i < n; i++) {
+			const struct conn *c = conns[i];
+			char l[ADDR_STRLEN], r[ADDR_STRLEN];
+
+			if (c->local.addr.family != family)
+				continue;
+			if (first)
+				fprintf(f, "%s element inet racks held%c { ",
+					add ? "add" : "delete", fam ? '6' : '4');
+			fprintf(f, "%s%s . %u . %s . %u", first ? "" : ", ",
+				addr_format(&c->local.addr, l, sizeof(l)),
+				c->local.port,
+				addr_format(&c->remote.addr, r, sizeof(r)),
+				c->remote.port);
+			first = false;
+		}
+		if (!first)
+			fprintf(f, " }\n");
+	}
 }
 
 int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
@@ -323,32 +363,7 @@ int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
 	f = open_memstream(&buf, &len);
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
-	for (int fam = 0; fam < 2; fam++) {
-		int family = fam ? AF_INET6 : AF_INET;
-		long before = ftell(f);
-
-		fprintf(f, "%s element inet racks held%c { ", add ? "add" :
-			"delete", fam ? '6' : '4');
-		long start = ftell(f);
-
-		for (unsigned i = 0, first = 1; i < n; i++) {
-			const struct conn *c = conns[i];
-			char l[ADDR_STRLEN], r[ADDR_STRLEN];
-
-			if (c->local.addr.family != family)
-				continue;
-			fprintf(f, "%s%s . %u . %s . %u", first ? "" : ", ",
-				addr_format(&c->local.addr, l, sizeof(l)),
-				c->local.port,
-				addr_format(&c->remote.addr, r, sizeof(r)),
-				c->remote.port);
-			first = 0;
-		}
-		if (ftell(f) == start)
-			fseek(f, before, SEEK_SET);	/* none of this family */
-		else
-			fprintf(f, " }\n");
-	}
+	ruleset_held_write(f, conns, n, add);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "config.h"
 
@@ -27,11 +28,14 @@ enum ruleset_queue {
 /*
  * Install the table for CFG, choosing the queue statement per MODE
  * (normally cfg->queue_mode; a reload passes the mode found at start so
- * that the kernel is not probed again). On success *used says which was taken and *replaced
- * whether a stale table was found. On failure err holds one line.
+ * that the kernel is not probed again). STATE (may be NULL), element
+ * commands for the sets and maps, goes into the same transaction, so a
+ * reload never leaves running connections without their holds and
+ * splices. On success *used says which was taken and *replaced whether a
+ * stale table was found. On failure err holds one line.
  */
 int ruleset_install(const struct config *cfg, enum queue_mode mode,
-		    enum ruleset_queue *used,
+		    const char *state, enum ruleset_queue *used,
 		    bool *replaced, char *err, size_t errlen);
 /* Remove the table; 0 also when it was already gone. */
 int ruleset_remove(char *err, size_t errlen);
@@ -40,6 +44,8 @@ struct conn;
 
 /* Add (or remove) connections to the sets of held flows, whose outgoing
  * segments are diverted while they are suspended. One transaction. */
+void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
+			bool add);
 int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
 		 size_t errlen);
 

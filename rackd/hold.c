@@ -174,19 +174,25 @@ static bool hold_kick(struct rackd *d, struct conn *c)
 	return true;
 }
 
-/* Resumed for good: out of the held sets, the hold forgotten. */
-void hold_finish(struct rackd *d, struct conn *c)
+/* Resumed for good: out of the held sets (one transaction), the holds
+ * forgotten. */
+static void finish_batch(struct rackd *d, struct conn **conns, unsigned n)
 {
 	char err[256];
 
-	if (!c->hold)
-		return;
-	if (ruleset_held(&c, 1, false, err, sizeof(err)))
-		log_warnx("releasing conn %llu: %s", (unsigned long long)c->id,
-			  err);
-	free(c->hold);
-	c->hold = NULL;
-	loop_timer_cancel(d->loop, &c->expiry);
+	if (ruleset_held(conns, n, false, err, sizeof(err)))
+		log_warnx("releasing %u connection(s): %s", n, err);
+	for (unsigned i = 0; i < n; i++) {
+		free(conns[i]->hold);
+		conns[i]->hold = NULL;
+		loop_timer_cancel(d->loop, &conns[i]->expiry);
+	}
+}
+
+void hold_finish(struct rackd *d, struct conn *c)
+{
+	if (c->hold)
+		finish_batch(d, &c, 1);
 }
 
 int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
@@ -225,7 +231,7 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 
 void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 {
-	unsigned held = 0;
+	unsigned held = 0, done = 0;
 
 	for (unsigned i = 0; i < n; i++)
 		if (conns[i]->hold && !conns[i]->hold->resuming)
@@ -252,10 +258,12 @@ void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 			h->resuming = true;
 			loop_timer_arm(d->loop, &c->expiry, HOLD_RESUME_MAX_MS);
 		} else {
-			hold_finish(d, c);
+			conns[done++] = c;	/* done <= i: a slot already read */
 		}
 		ctl_event(d->ctl, "resume", c, NULL);
 	}
+	if (done)
+		finish_batch(d, conns, done);
 }
 
 uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)

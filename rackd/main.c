@@ -114,15 +114,26 @@ static struct config *load_config_or_exit(const char *path)
 	return cfg;
 }
 
-/* A new table starts with empty sets: the held flows go back in. */
-static void reinstall_holds(struct rackd *d)
+/* A new table starts with empty sets and maps: the held flows and the
+ * splices of running connections go back in, in the same transaction. */
+static char *state_script(struct rackd *d)
 {
-	char err[256];
+	char *buf = NULL;
+	size_t len = 0, n = 0;
+	struct conn **held = xcalloc(d->conns.count + 1, sizeof(*held));
+	FILE *f = open_memstream(&buf, &len);
 
+	if (!f)
+		fatalx(EXIT_NOMEM, "out of memory");
 	for (struct conn *c = d->conns.head; c; c = c->next)
-		if (c->hold && ruleset_held(&c, 1, true, err, sizeof(err)))
-			log_warnx("re-holding conn %llu: %s",
-				  (unsigned long long)c->id, err);
+		if (c->hold)
+			held[n++] = c;
+	ruleset_held_write(f, held, (unsigned)n, true);
+	splice_write_state(d, f);
+	free(held);
+	if (fclose(f) != 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	return buf;
 }
 
 /* "auto" was resolved at start; a reload does not probe the kernel again. */
@@ -140,6 +151,7 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 	struct config *cfg;
 	enum ruleset_queue used;
 	bool missing, replaced;
+	char *state;
 	int ret;
 
 	ret = config_load(d->config_path, &cfg, &missing, err, errlen);
@@ -156,29 +168,30 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 		config_free(cfg);
 		return -EINVAL;
 	}
-	ret = ruleset_install(cfg, reload_mode(d, cfg), &used, &replaced, err,
-			      errlen);
+	state = state_script(d);
+	ret = ruleset_install(cfg, reload_mode(d, cfg), state, &used,
+			      &replaced, err, errlen);
 	if (ret) {
 		char again[256];
 
 		config_free(cfg);
 		/* The failed transaction may have replaced the table: put the
 		 * running configuration's ruleset back. */
-		if (ruleset_install(d->cfg, reload_mode(d, d->cfg), &used,
-				    &replaced, again, sizeof(again)))
+		if (ruleset_install(d->cfg, reload_mode(d, d->cfg), state,
+				    &used, &replaced, again, sizeof(again)))
 			log_warnx("reload failed (%s) and the running ruleset "
 				  "could not be restored: %s", err, again);
 		else
 			log_warnx("reload refused, running ruleset kept: %s",
 				  err);
+		free(state);
 		return ret;
 	}
+	free(state);
 	config_free(d->cfg);
 	d->cfg = cfg;
 	d->queue_mode = used;
 	inject_set_mark(d->inject, cfg->mark);
-	reinstall_holds(d);
-	splice_reinstall(d);
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
@@ -372,7 +385,7 @@ static void start(struct rackd *d)
 	if (rtnl_dump_addresses(d->rtnl))
 		log_warn("rtnetlink: dumping addresses");
 
-	ret = ruleset_install(d->cfg, d->cfg->queue_mode, &d->queue_mode,
+	ret = ruleset_install(d->cfg, d->cfg->queue_mode, NULL, &d->queue_mode,
 			      &replaced, err, sizeof(err));
 	if (ret) {
 		ctl_close(d->ctl);

@@ -101,12 +101,14 @@ void splice_forget(struct rackd *d, struct conn *c)
 	}
 }
 
-void splice_reinstall(struct rackd *d)
+void splice_write_state(struct rackd *d, FILE *f)
 {
 	for (struct conn *c = d->conns.head; c; c = c->next) {
+		struct splicemap_entry e;
+
 		if (!c->mapped)
 			continue;
-		c->mapped = false;
-		run(d, &c, 1, false, true);
+		entry_of(c, true, &e);
+		splicemap_write(f, &e, true);
 	}
 }

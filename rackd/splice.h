@@ -10,6 +10,8 @@
 #ifndef RACKS_SPLICE_H
 #define RACKS_SPLICE_H
 
+#include <stdio.h>
+
 #include "conn.h"
 
 struct rackd;
@@ -26,7 +28,8 @@ int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n);
 void splice_keep_local(struct rackd *d, struct conn *c);
 /* C goes away: its map entries and its kept address with it. */
 void splice_forget(struct rackd *d, struct conn *c);
-/* A new table has empty maps: put every spliced connection back. */
-void splice_reinstall(struct rackd *d);
+/* The map entries of every spliced connection, as nft commands: a new
+ * table gets them in the transaction that creates it. */
+void splice_write_state(struct rackd *d, FILE *f);
 
 #endif

@@ -74,6 +74,35 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
     topo.restore_silent("b")
     assert client.result(60)["sent_bytes"] == 4 * 2**20
     assert server.results()[0]["recv_bytes"] == 4 * 2**20
+    # A moves (make-before-break) under a transfer, a reload while it is
+    # spliced, a forged reconnection and a refused `rackctl peer`.
+    server = testbed.start_xfer_server(topo.b, 5005, timeout=60)
+    client = testbed.start_xfer_client(topo.a, topo.addr["b"]["v4"], 5005,
+                                       4 * 2**20, rate=2**20, announce=True,
+                                       timeout=60)
+    client.connected()
+    testbed.wait_until(lambda: any(c["remote"].endswith(":5005") and
+                                   c["state"] == "connected"
+                                   for c in ra.connections()), 10,
+                       "the transfer's set-up")
+    old = topo.cidr("a", "v4")
+    new = topo.move_to_new_subnet("a", "v4", keep_old=True)
+    topo.remove_address("a", "v4", old)
+    testbed.wait_until(lambda: rb.status()["reconnects_accepted"] >= 1, 10,
+                       "the reconnection")
+    rb.ctl("reload")
+    moved = [c for c in rb.connections() if new in c["wire_remote"]]
+    assert moved, rb.connections()
+    conn_id = rb.ctl_json("show", str(moved[0]["id"]))["conn_id"]
+    option = bytes([254, 33, 0x72, 0x61, 0x18]) + bytes.fromhex(conn_id) + \
+        bytes(20)
+    topo.r.run([testbed.PYTHON, str(testbed.TOOLS / "edpcraft.py"),
+                f"raw,{new},40000,{topo.addr['b']['v4']},5005,1,1,{option.hex()}"],
+               timeout=60)
+    with pytest.raises(testbed.RackdError):
+        ra.ctl("peer", "999999", topo.addr["b"]["v4"])
+    assert client.result(60)["sent_bytes"] == 4 * 2**20
+    assert server.results()[0]["recv_bytes"] == 4 * 2**20
     for rackd in (ra, rb):
         rackd.ctl("list")
         rackd.ctl("status")
