@@ -24,6 +24,10 @@
 /* Reconnections of a working path are repeated this often until each is
  * acknowledged. */
 #define LIVE_RECONNECT_RETRY_MS 200
+/* After a local event (link up, new address), a suspended path is tried
+ * at once and then after 50, 100, 200 and 400 ms. */
+#define LIVE_FAST_RETRY_MS 50
+#define LIVE_FAST_RETRIES 4
 
 static uint64_t heartbeat_interval(const struct rackd *d,
 				   const struct live_peer *p)
@@ -162,6 +166,14 @@ static void live_tick(struct timer *t, void *arg)
 		return;
 	}
 	iv = heartbeat_interval(d, p);
+	if (p->suspended && p->fast) {
+		/* A link just came up or an address appeared: its first
+		 * packets may wait for neighbour resolution or be lost to a
+		 * router still coming up, so try again soon, then less. */
+		iv = LIVE_FAST_RETRY_MS << (LIVE_FAST_RETRIES - p->fast);
+		p->fast--;
+		silent = iv;
+	}
 	if (silent >= iv) {
 		struct conn *c = next_carrier(p);
 
@@ -327,7 +339,8 @@ void live_probe_now(struct rackd *d, struct live_peer *p)
 	} else {
 		reconnect_send(d, c);
 	}
-	loop_timer_arm(d->loop, &p->timer, heartbeat_interval(d, p));
+	p->fast = LIVE_FAST_RETRIES;
+	loop_timer_arm(d->loop, &p->timer, LIVE_FAST_RETRY_MS);
 }
 
 static void live_heard(struct rackd *d, struct live_peer *p)
@@ -385,9 +398,12 @@ static uint32_t addr_ifindex(const struct rackd *d, const struct addr *a)
 /* Every suspended path tries to reach its peer at once. */
 static void retry_now(struct rackd *d)
 {
-	for (struct live_peer *p = d->live.peers; p; p = p->next)
-		if (p->suspended)
-			loop_timer_arm(d->loop, &p->timer, 0);
+	for (struct live_peer *p = d->live.peers; p; p = p->next) {
+		if (!p->suspended)
+			continue;
+		p->fast = LIVE_FAST_RETRIES;
+		loop_timer_arm(d->loop, &p->timer, 0);
+	}
 }
 
 /*

@@ -26,6 +26,7 @@ struct live_peer {
 	struct addr local, remote;
 	uint64_t last_heard;	/* monotonic ms */
 	bool suspended;
+	uint8_t fast;		/* quick retries left after a local event */
 	unsigned nconns;
 	struct conn *conns;	/* linked through conn->host_next */
 	struct conn *carrier;	/* the last heartbeat's connection */

@@ -85,8 +85,9 @@ static void resume_one(struct rackd *d, struct conn *c)
 		struct conn *one[1] = { c };
 
 		hold_end(d, one, 1);
-	} else if (!c->hold) {
-		/* It kept sending to where the peer no longer was. */
+	} else if (!c->hold || c->hold->resuming) {
+		/* It kept sending to where the peer no longer was, or resumed
+		 * (and retransmitted) before the move reached it. */
 		hold_nudge(d, c);
 	}
 }
