@@ -29,6 +29,8 @@
 #define LIVE_FAST_RETRY_MS 50
 #define LIVE_FAST_RETRIES 4
 
+static bool path_link_usable(struct rackd *d, const struct live_peer *p);
+
 static uint64_t heartbeat_interval(const struct rackd *d,
 				   const struct live_peer *p)
 {
@@ -174,7 +176,7 @@ static void live_tick(struct timer *t, void *arg)
 		p->fast--;
 		silent = iv;
 	}
-	if (silent >= iv) {
+	if (silent >= iv && (!p->suspended || path_link_usable(d, p))) {
 		struct conn *c = next_carrier(p);
 
 		/* A connection the peer must learn our new endpoints of
@@ -331,6 +333,12 @@ void live_probe_now(struct rackd *d, struct live_peer *p)
 {
 	struct conn *c = next_carrier(p);
 
+	if (!path_link_usable(d, p)) {
+		/* The link's return will try it at once. */
+		loop_timer_arm(d->loop, &p->timer, heartbeat_interval(d, p));
+		return;
+	}
+
 	/* From new endpoints the peer has to be asked at once; the tick
 	 * repeats it every interval after that. */
 	if (c->confirmed) {
@@ -453,9 +461,37 @@ void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev)
 	(*pp)->ifindex = ev->ifindex;
 }
 
+static struct live_link **find_down(struct rackd *d, uint32_t ifindex)
+{
+	struct live_link **pp = &d->live.down;
+
+	while (*pp && (*pp)->ifindex != ifindex)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Whether P's local address is on a link that can carry anything now. */
+static bool path_link_usable(struct rackd *d, const struct live_peer *p)
+{
+	uint32_t ifindex = addr_ifindex(d, &p->local);
+
+	return !ifindex || !*find_down(d, ifindex);
+}
+
 void live_link_event(struct rackd *d, const struct rtnl_link_event *ev)
 {
 	bool usable = ev->up && ev->carrier && !ev->removed;
+	struct live_link **pp = find_down(d, ev->ifindex);
+
+	if (!usable && !*pp && !ev->removed) {
+		*pp = xcalloc(1, sizeof(**pp));
+		(*pp)->ifindex = ev->ifindex;
+	} else if ((usable || ev->removed) && *pp) {
+		struct live_link *up = *pp;
+
+		*pp = up->next;
+		free(up);
+	}
 
 	for (struct live_peer *p = d->live.peers; p; p = p->next) {
 		if (addr_ifindex(d, &p->local) != ev->ifindex)
@@ -487,5 +523,11 @@ void live_free(struct rackd *d)
 
 		d->live.addrs = a->next;
 		free(a);
+	}
+	while (d->live.down) {
+		struct live_link *l = d->live.down;
+
+		d->live.down = l->next;
+		free(l);
 	}
 }

@@ -40,6 +40,14 @@ struct live_addr {
 	struct live_addr *next;
 };
 
+/* Links rtnetlink reported without carrier (or down): nothing is sent
+ * from their addresses, so that the kernel's neighbour resolution is not
+ * left retrying at its slow pace when the carrier returns. */
+struct live_link {
+	uint32_t ifindex;
+	struct live_link *next;
+};
+
 struct live_stats {
 	uint64_t heartbeats_out, heartbeats_in, heartbeat_acks_in;
 	uint64_t replayed;
@@ -57,6 +65,7 @@ struct live_stats {
 struct live_state {
 	struct live_peer *peers;
 	struct live_addr *addrs;	/* local addresses and their links */
+	struct live_link *down;		/* links without carrier */
 	struct live_stats stats;
 };
 

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """make demo: racks on two namespaced hosts, seen by a new user.
 
-Builds A -- R -- B, starts rackd on A and B, moves 100 MB from A to B
-while showing what each rackd sees, verifies the bytes, and cleans up.
+Builds A -- R -- B, starts rackd on A and B, moves 64 MB from A to B
+while showing what each rackd sees; halfway, A's link is cut for 5 seconds
+and A moves to another network meanwhile. The connection survives both,
+every byte is verified, and everything is cleaned up.
 """
 
 import sys
@@ -12,7 +14,9 @@ import testbed
 from testbed import expected_sha256, start_xfer_client, start_xfer_server
 
 MB = 1024 * 1024
-SIZE = 100 * MB
+SIZE = 64 * MB
+RATE = 8 * MB
+CUT = 5
 PORT = 5001
 
 
@@ -50,10 +54,11 @@ def main():
         say(f"rackd {st['version']} running on A and B "
             f"(queue {st['queue']}, {st['queue_mode']} NFQUEUE target)\n")
 
-        say(f"A sends {SIZE // MB} MB to B (paced so we can watch)...")
-        server = start_xfer_server(topo.b, PORT)
-        client = start_xfer_client(topo.a, b4, PORT, SIZE, rate=40 * MB,
-                                   announce=True)
+        say(f"A sends {SIZE // MB} MB to B at {RATE // MB} MB/s (paced so we "
+            f"can watch)...")
+        server = start_xfer_server(topo.b, PORT, timeout=120)
+        client = start_xfer_client(topo.a, b4, PORT, SIZE, rate=RATE,
+                                   announce=True, timeout=120)
         client.connected()
         time.sleep(0.5)
         say("\n  rackctl list on A:")
@@ -72,6 +77,35 @@ def main():
             f"{sa['key_fingerprint']} / {sb['key_fingerprint']}"
             f"{'' if same else '  MISMATCH'}")
 
+        subnet = topo.reserve_subnet("a", "v4")
+        say(f"\nR cuts A's link for {CUT} s; meanwhile A leaves {a4} for "
+            f"{subnet.split('/')[0]} (its old network is gone for good)")
+        topo.cut("a")
+        t_cut = time.monotonic()
+        testbed.wait_until(lambda: ra.connections()[0]["state"] == "suspended",
+                           10, "suspension")
+        say(f"  suspended {time.monotonic() - t_cut:.2f} s after the cut; "
+            f"the application just sees a pause")
+        new = topo.move_to_new_subnet("a", "v4", new=subnet)
+        show(ra, "list")
+        time.sleep(max(0.0, CUT - (time.monotonic() - t_cut)))
+        topo.restore("a")
+        t_back = time.monotonic()
+        testbed.wait_until(
+            lambda: [c for c in rb.connections() if c["state"] == "connected"
+                     and c["wire_remote"].startswith(new + ":")], 10,
+            "the reconnection")
+        say(f"\n  link back: A's rackd reconnected from {new}, authenticated "
+            f"with the connection's key, {time.monotonic() - t_back:.2f} s "
+            f"later; the kernel splices the new addresses onto the old socket")
+        say("  rackctl list on B (the socket still has A's old address; "
+            "wire_remote is where A is now):")
+        show(rb, "list")
+        c = rb.connections()[0]
+        say(f"    wire_remote {c['wire_remote']}, reconnections "
+            f"{c['reconnections']}, splice "
+            f"{rb.ctl_json('show', str(c['id']))['splice']}")
+
         result = client.result(120)
         report = server.results()[0]
         ok = (report["recv_sha256"] == result["sent_sha256"] ==
@@ -81,9 +115,10 @@ def main():
         segments = SIZE // 1448
         for name, rackd in (("A", ra), ("B", rb)):
             s = rackd.status()
-            say(f"  rackd on {name}: {s['packets_queued']} packets queued "
-                f"(handshake and key set-up) of about {segments} segments; "
-                f"the data never left the kernel")
+            say(f"  rackd on {name}: {s['packets_queued']} packets queued of "
+                f"about {segments} segments (handshake, key set-up, "
+                f"heartbeats, the cut and the reconnection); the data "
+                f"otherwise never left the kernel")
 
         say("\nA plain host (no rackd) connecting to B sees an ordinary "
             "connection:")

@@ -147,6 +147,7 @@ def test_make_before_break(topo, family):
     size = 12 * MB
     server, client = start_transfer(topo, family, size)
     racks.wait_states(ra, "connected", remote_port=PORT)
+    events = topo.b.popen([rb.rackctl, "-S", str(rb.sock), "events"])
     time.sleep(1)
     old_cidr = topo.cidr("a", family)
     new = topo.move_to_new_subnet("a", family, keep_old=True)
@@ -157,6 +158,14 @@ def test_make_before_break(topo, family):
     wait_connected_at(rb, "wire_remote", new, 5, local_port=PORT)
     wait_connected_at(ra, "wire_local", new, 5, remote_port=PORT)
     moved = time.monotonic() - t_break
+    # Mobility-aware software hears of it: a reconnect event with the
+    # connection's new wire endpoints.
+    while True:
+        event = json.loads(testbed.read_line(events, 5, "a reconnect event"))
+        if event["event"] == "reconnect":
+            break
+    assert event["wire_remote"].startswith(racks.endpoint(new, 0)[:-1]), event
+    assert event["local"].endswith(f":{PORT}"), event
     report = check_transfer(server, client, size)
     # 12 MB at 2 MB/s: 6 s of sending; the move adds next to nothing.
     assert report["seconds"] < size / (2 * MB) + 2, report
