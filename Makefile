@@ -45,7 +45,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
 .PHONY: all deps install uninstall clean check check-unit check-integration \
-	check-slow asan fuzz demo
+	check-slow asan fuzz demo bench-tools bench
 all: $(BUILD)/rackd $(BUILD)/rackctl
 
 deps:
@@ -137,3 +137,18 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# Benchmark helpers run by the benchmark driver: `make bench-tools`.
+# Standalone programs (libc only), built with the project's warnings.
+BENCH_TOOLS := $(BUILD)/bench/rr $(BUILD)/bench/connbench
+bench-tools: $(BENCH_TOOLS)
+
+$(BUILD)/bench/%: bench/tools/%.c
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# make bench [QUICK=1]: racks against plain TCP (bench/run.py); the report
+# goes to bench/results/.
+bench: deps all bench-tools
+	$(Q)$(PYTHON) bench/run.py $(if $(QUICK),--quick)

@@ -9,9 +9,11 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
 # python3-pytest/python3-scapy: the integration suite and crafted packets;
 # clang: libFuzzer targets; mandoc: man page lint; openssh-server/-client
-# and iperf3: real programs whose connections must survive.
+# and iperf3: real programs whose connections must survive (iperf3 also
+# measures throughput for make bench, python3-matplotlib draws its plot).
 TEST_PKGS="nftables iproute2 procps kmod python3 python3-pytest python3-scapy
-	iperf3 tcpdump clang mandoc openssh-server openssh-client"
+	iperf3 tcpdump clang mandoc openssh-server openssh-client
+	python3-matplotlib"
 
 missing=""
 for p in $BUILD_PKGS $TEST_PKGS; do

@@ -1,0 +1,375 @@
+"""The benchmark's figures. Each takes a Bench and returns a dict:
+
+    {"name", "title", "unit", "rows": [{"label", "plain", "racks",
+     "ratio", "goal", "met"}, ...], "runs", "notes"}
+
+where plain / racks are stats.summary() dicts of the runs (or None when a
+row has only racks values) and met is True, False or None (no goal).
+"""
+
+import json
+import statistics
+import subprocess
+import time
+
+import stats
+import testbed
+
+BUILD = testbed.REPO / "build" / "bench"
+IPERF_PORT = 5201
+RR_PORT = 7001
+CONN_PORT = 7002
+TICK_PORT = 7003
+MB = 1024 * 1024
+
+
+class Bench:
+    """The topology, rackd on or off per host, and the servers in B."""
+
+    def __init__(self, topo, quick):
+        self.topo = topo
+        self.quick = quick
+        self.rackds = {}
+        self.servers = []
+        for tool in ("rr", "connbench"):
+            if not (BUILD / tool).exists():
+                raise SystemExit(f"{BUILD / tool} missing: make bench-tools")
+
+    # rackd --------------------------------------------------------------
+
+    def racks(self, hosts=("a", "b"), config=None):
+        """rackd running on exactly hosts (fresh, with config)."""
+        self.plain()
+        for h in hosts:
+            self.rackds[h] = self.topo.start_rackd(h, config=config,
+                                                   debug=False)
+        return [self.rackds[h] for h in hosts]
+
+    def plain(self):
+        for rackd in self.rackds.values():
+            rackd.stop(timeout=15)
+        self.rackds = {}
+
+    def close(self):
+        self.plain()
+        testbed.terminate(self.servers)
+
+    # servers in B -------------------------------------------------------
+
+    def serve(self, argv, ready="READY"):
+        proc = self.topo.b.popen(argv)
+        if ready:
+            line = testbed.read_line(proc, 10, argv[0])
+            if line != ready:
+                raise testbed.TestbedError(f"{argv}: {line!r}")
+        self.servers.append(proc)
+        return proc
+
+    def run_json(self, ns, argv, timeout=120):
+        out = ns.run(argv, timeout=timeout).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    def alternate(self, runs, modes, measure):
+        """Call measure(mode) runs times per mode, in an order that
+        alternates (A B B A A B ...); return {mode: [values]}."""
+        values = {m: [] for m in modes}
+        for i in range(runs):
+            order = modes if i % 2 == 0 else list(reversed(modes))
+            for mode in order:
+                values[mode].append(measure(mode))
+        return values
+
+
+def row(label, plain, racks, goal=None, check=None, better="higher"):
+    """A figure row from lists of plain and racks values."""
+    p = stats.summary(plain) if plain else None
+    r = stats.summary(racks)
+    ratio = stats.ratio(r["median"], p["median"]) if p else None
+    return {"label": label, "plain": p, "racks": r,
+            "ratio": None if ratio is None else round(ratio, 3),
+            "spread": round(stats.spread(racks), 3), "better": better,
+            "goal": goal, "met": None if check is None else bool(check(ratio, r))}
+
+
+# 1. bulk throughput ------------------------------------------------------
+
+def throughput(bench):
+    topo = bench.topo
+    secs, runs = (3, 3) if bench.quick else (10, 5)
+    bench.serve(["iperf3", "-s", "-p", str(IPERF_PORT)], ready=None)
+    time.sleep(0.5)
+    rows = []
+    for parallel in (1, 4):
+        for reverse in (False, True):
+            def measure(mode):
+                if mode == "racks":
+                    ra, rb = bench.racks()
+                    before = rb.status()["edp_setup_ok"]
+                else:
+                    bench.plain()
+                argv = ["iperf3", "-c", topo.addr["b"]["v4"], "-p",
+                        str(IPERF_PORT), "-t", str(secs), "-P", str(parallel),
+                        "-J"] + (["-R"] if reverse else [])
+                out = json.loads(topo.a.run(argv, timeout=secs + 60).stdout)
+                gbps = out["end"]["sum_received"]["bits_per_second"] / 1e9
+                if mode == "racks" and \
+                        rb.status()["edp_setup_ok"] - before < parallel + 1:
+                    raise testbed.TestbedError("iperf3's connections were "
+                                               "not managed by racks")
+                return gbps
+            v = bench.alternate(runs, ["plain", "racks"], measure)
+            label = f"{parallel} flow{'s' if parallel > 1 else ''}, " \
+                    f"{'B->A' if reverse else 'A->B'}"
+            rows.append(row(label, v["plain"], v["racks"], ">= 0.97",
+                            lambda ratio, r: ratio >= 0.97))
+    bench.plain()
+    return {"name": "throughput", "title": "Bulk throughput (iperf3, "
+            f"{secs} s streams)", "unit": "Gb/s", "runs": runs, "rows": rows}
+
+
+# 2. request / response latency ---------------------------------------------
+
+def latency(bench):
+    topo = bench.topo
+    count, runs = (5000, 3) if bench.quick else (20000, 5)
+    bench.serve([str(BUILD / "rr"), "server", str(RR_PORT)])
+    rows = []
+    for size in (1, 1024):
+        results = {}
+
+        def measure(mode):
+            if mode == "racks":
+                bench.racks()
+            else:
+                bench.plain()
+            out = bench.run_json(topo.a, [str(BUILD / "rr"), "client",
+                                          topo.addr["b"]["v4"], str(RR_PORT),
+                                          str(size), str(count), "2000"])
+            results.setdefault(mode, []).append(out)
+            return out["p50_us"]
+        v = bench.alternate(runs, ["plain", "racks"], measure)
+        rows.append(row(f"{size} B p50", v["plain"], v["racks"], "<= 1.05",
+                        lambda ratio, r: ratio <= 1.05, better="lower"))
+        rows.append(row(f"{size} B p99",
+                        [o["p99_us"] for o in results["plain"]],
+                        [o["p99_us"] for o in results["racks"]],
+                        better="lower"))
+    bench.plain()
+    return {"name": "latency", "title": "Request/response latency (TCP_NODELAY, "
+            f"{count} round trips per run)", "unit": "µs", "runs": runs,
+            "rows": rows}
+
+
+# 3. connection set-up ------------------------------------------------------
+
+COMBOS = {
+    # label: hosts running rackd, goal on the ratio to plain<->plain
+    "racks <-> racks": (("a", "b"), "<= 1.3", lambda r, _: r <= 1.3),
+    "racks client -> plain server": (("a",), None, None),
+    "plain client -> racks server": (("b",), "<= 1.05", lambda r, _: r <= 1.05),
+}
+
+
+def connect(bench):
+    topo = bench.topo
+    count, rate_count, runs = (300, 1000, 3) if bench.quick else (1000, 3000, 5)
+    bench.serve([str(BUILD / "connbench"), "server", str(CONN_PORT)])
+    modes = ["plain"] + list(COMBOS)
+
+    def client(mode_count, kind):
+        return bench.run_json(topo.a, [str(BUILD / "connbench"), "client",
+                                       topo.addr["b"]["v4"], str(CONN_PORT),
+                                       str(mode_count), kind])
+
+    def measure(mode):
+        if mode == "plain":
+            bench.plain()
+        else:
+            bench.racks(COMBOS[mode][0])
+        return client(count, "latency")["p50_us"]
+    v = bench.alternate(runs, modes, measure)
+    rows = [row(f"{m} (connect p50)", v["plain"], v[m], COMBOS[m][1],
+                COMBOS[m][2], better="lower") for m in COMBOS]
+
+    def rate(mode):
+        if mode == "plain":
+            bench.plain()
+        else:
+            bench.racks()
+        return client(rate_count, "rate")["per_second"]
+    r = bench.alternate(runs, ["plain", "racks"], rate)
+    rows.append(row("racks <-> racks, connections/s sustained", r["plain"],
+                    r["racks"]))
+    bench.plain()
+    return {"name": "connect", "title": "Connection set-up (connect() until "
+            f"it returns; {count} per run)", "unit": "µs or /s", "runs": runs,
+            "rows": rows}
+
+
+# 4 and 5: failure detection and reconnection --------------------------------
+
+TICKER = """
+import socket, sys, time
+if sys.argv[1] == "server":
+    s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("::", int(sys.argv[2]))); s.listen(); print("READY", flush=True)
+    while True:
+        c, _ = s.accept()
+        while (data := c.recv(4096)):
+            print(f"{time.time():.6f}", flush=True)
+else:
+    s = socket.create_connection((sys.argv[2], int(sys.argv[3])))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    print("CONNECTED", flush=True)
+    while True:
+        s.send(b"x"); time.sleep(0.005)
+"""
+
+
+class Ticker:
+    """A byte every 5 ms from A to B; B prints each arrival's wall time."""
+
+    def __init__(self, bench):
+        self.bench = bench
+        topo = bench.topo
+        self.server = topo.b.popen([testbed.PYTHON, "-u", "-c", TICKER,
+                                    "server", str(TICK_PORT)])
+        assert testbed.read_line(self.server, 10, "ticker") == "READY"
+        self.client = topo.a.popen([testbed.PYTHON, "-c", TICKER, "client",
+                                    topo.addr["b"]["v4"], str(TICK_PORT)])
+        assert testbed.read_line(self.client, 10, "ticker") == "CONNECTED"
+
+    def first_after(self, t, timeout):
+        """Wall time of the first byte B received after wall time t."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = testbed.read_line(self.server, deadline - time.monotonic(),
+                                     "a tick")
+            if float(line) > t:
+                return float(line)
+        raise testbed.TestbedError("no tick after the restore")
+
+    def drain(self):
+        """Forget the ticks received so far."""
+        import select
+        while select.select([self.server.stdout], [], [], 0)[0]:
+            if not self.server.stdout.readline():
+                break
+
+    def close(self):
+        testbed.terminate([self.client, self.server])
+
+
+def events(rackd):
+    return rackd.ns.popen([rackd.rackctl, "-S", str(rackd.sock), "events"])
+
+
+def wait_event(proc, kind, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        ev = json.loads(testbed.read_line(proc, deadline - time.monotonic(),
+                                          f"a {kind} event"))
+        if ev["event"] == kind:
+            return ev["time_ms"] / 1000
+
+
+def detection(bench):
+    topo = bench.topo
+    rows = []
+    for label, setting, runs in (("default suspend_after = 5s", "5s",
+                                  2 if bench.quick else 5),
+                                 ("fastest suspend_after = 500ms", "500ms",
+                                  3 if bench.quick else 10)):
+        ms = 5000 if setting == "5s" else 500
+        ra, rb = bench.racks(config=f"suspend_after = {setting}\n")
+        ticker = Ticker(bench)
+        values = []
+        for _ in range(runs):
+            ev = events(ra)
+            time.sleep(ms / 1000 + 0.3)
+            t0 = time.time()
+            topo.cut_silent("b")
+            values.append(wait_event(ev, "suspend", ms / 1000 + 10) - t0)
+            topo.restore_silent("b")
+            wait_event(ev, "resume", 10)
+            testbed.terminate([ev])
+        ticker.close()
+        goal = ms / 1000 + ms / 3000
+        rows.append(row(f"{label}: cut -> suspended (s)", None, values,
+                        f"<= {goal:.2f} s (suspend_after + 1 heartbeat)",
+                        lambda _, r, g=goal: r["max"] <= g, better="lower"))
+    bench.plain()
+    return {"name": "detection", "title": "Failure detection (silent cut in R)",
+            "unit": "s", "runs": None, "rows": rows}
+
+
+def rtt_ms(topo):
+    out = testbed.ping_rtt_ms(topo.a, topo.addr["b"]["v4"], count=5)
+    return out
+
+
+def reconnection(bench):
+    topo = bench.topo
+    runs = 5 if bench.quick else 20
+    rows = []
+    config = "suspend_after = 1s\n"
+    for delay in (0, 20):
+        for kind in ("silent", "carrier"):
+            ra, rb = bench.racks(config=config)
+            if delay:
+                topo.netem("a", delay_ms=delay)
+                topo.netem("b", delay_ms=delay)
+            rtt = rtt_ms(topo)
+            ticker = Ticker(bench)
+            connected, first = [], []
+            for _ in range(runs):
+                ev = events(ra)
+                time.sleep(0.3)
+                if kind == "silent":
+                    topo.cut_silent("b")
+                else:
+                    topo.cut("a")
+                wait_event(ev, "suspend", 10)
+                time.sleep(1)
+                ticker.drain()
+                t0 = time.time()
+                if kind == "silent":
+                    topo.restore_silent("b")
+                else:
+                    topo.restore("a")
+                connected.append(wait_event(ev, "resume", 10) - t0)
+                first.append(ticker.first_after(t0, 10) - t0)
+                testbed.terminate([ev])
+            ticker.close()
+            topo.clear_netem("a")
+            topo.clear_netem("b")
+            where = "silent restore in R" if kind == "silent" else \
+                "A's carrier returns"
+            goal = (2 * rtt / 1000 + (1.0 if kind == "silent" else 0.05))
+            for what, values in (("connected", connected),
+                                 ("first byte", first)):
+                p50 = stats.percentile(values, 50)
+                p95 = stats.percentile(values, 95)
+                r = row(f"{delay} ms one-way, {where}: restore -> {what} "
+                        f"(s; p50 {p50 * 1000:.0f} ms = {p50 * 1000 / rtt:.1f} "
+                        f"RTT, p95 {p95 * 1000:.0f} ms)", None, values,
+                        f"<= {goal:.3f} s" if what == "connected" else None,
+                        (lambda _, r, g=goal: r["median"] <= g)
+                        if what == "connected" else None, better="lower")
+                r["rtt_ms"] = round(rtt, 2)
+                r["p95"] = p95
+                rows.append(r)
+    bench.plain()
+    return {"name": "reconnection", "title": "Reconnection after a restore "
+            f"({runs} trials each; RTT measured with ICMP)", "unit": "s",
+            "runs": runs, "rows": rows}
+
+
+RUN = {
+    "throughput": throughput,
+    "latency": latency,
+    "connect": connect,
+    "detection": detection,
+    "reconnection": reconnection,
+}
+NAMES = tuple(RUN)
