@@ -8,7 +8,7 @@ row has only racks values) and met is True, False or None (no goal).
 """
 
 import json
-import statistics
+import os
 import subprocess
 import time
 
@@ -365,11 +365,162 @@ def reconnection(bench):
             "runs": runs, "rows": rows}
 
 
+# 7. CPU per transferred gigabyte ----------------------------------------------
+
+def _cpu_busy():
+    """Seconds the whole machine spent busy (all CPUs, /proc/stat)."""
+    fields = open("/proc/stat").readline().split()[1:]
+    user, nice, system, idle, iowait, irq, softirq = map(int, fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu(pid):
+    """utime + stime of pid, in seconds."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu(bench):
+    topo = bench.topo
+    gbytes, runs = (1, 3) if bench.quick else (4, 5)
+    bench.serve(["iperf3", "-s", "-p", str(IPERF_PORT + 1)], ready=None)
+    time.sleep(0.5)
+    daemon = {}
+
+    def measure(mode):
+        rackds = bench.racks() if mode == "racks" else (bench.plain() or [])
+        before = (_cpu_busy(), sum(_proc_cpu(r.pid) for r in rackds))
+        topo.a.run(["iperf3", "-c", topo.addr["b"]["v4"], "-p",
+                    str(IPERF_PORT + 1), "-n", f"{gbytes}G", "-J"],
+                   timeout=300)
+        busy = _cpu_busy() - before[0]
+        if rackds:
+            own = sum(_proc_cpu(r.pid) for r in rackds) - before[1]
+            daemon.setdefault(mode, []).append(own / gbytes)
+        return busy / gbytes
+    v = bench.alternate(runs, ["plain", "racks"], measure)
+    bench.plain()
+    rows = [row("whole machine, CPU seconds per GB", v["plain"], v["racks"],
+                better="lower"),
+            row("both rackds, CPU seconds per GB", None, daemon["racks"],
+                better="lower")]
+    return {"name": "cpu", "title": f"CPU per transferred gigabyte (iperf3 "
+            f"-n {gbytes}G A->B; /proc/stat covers the sender, receiver, "
+            "router and kernel alike)", "unit": "CPU s / GB", "runs": runs,
+            "rows": rows}
+
+
+# 6. scale --------------------------------------------------------------------
+
+HOLDER = """
+import resource, selectors, socket, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (1 << 17, 1 << 17))
+mode, port, n = sys.argv[1], int(sys.argv[3]), int(sys.argv[4])
+socks = []
+if mode == "server":
+    s = socket.socket(socket.AF_INET6)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("::", port)); s.listen(4096); print("READY", flush=True)
+    while len(socks) < n:
+        socks.append(s.accept()[0])
+else:
+    for _ in range(n):
+        socks.append(socket.create_connection((sys.argv[2], port)))
+print("HOLDING", len(socks), flush=True)
+sys.stdin.readline()
+"""
+
+
+def _rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _hold_conns(bench, n, port):
+    topo = bench.topo
+    server = topo.b.popen([testbed.PYTHON, "-c", HOLDER, "server", "",
+                           str(port), str(n)], stdin=subprocess.PIPE)
+    assert testbed.read_line(server, 10, "holder") == "READY"
+    client = topo.a.popen([testbed.PYTHON, "-c", HOLDER, "client",
+                           topo.addr["b"]["v4"], str(port), str(n)],
+                          stdin=subprocess.PIPE)
+    testbed.read_line(client, 600, "connections")
+    return server, client
+
+
+def scale(bench):
+    topo = bench.topo
+    n, idle, moving = (2000, 10, 300) if bench.quick else (10000, 60, 1000)
+    rows = []
+    ra, rb = bench.racks(config="suspend_after = 2s\n")
+    base_rss = _rss_kib(ra.pid)
+    t0 = time.monotonic()
+    procs = _hold_conns(bench, n, 7100)
+    testbed.wait_until(lambda: ra.status()["edp_setup_ok"] >= n, 600,
+                       "set-ups")
+    setup_s = time.monotonic() - t0
+    rss = _rss_kib(ra.pid)
+    rows.append(row(f"{n} managed connections: rackd resident memory (MiB; "
+                    f"{base_rss / 1024:.1f} MiB without)", None,
+                    [rss / 1024], "<= 64 MiB for 10,000",
+                    lambda _, r: r["max"] * 10000 / n <= 64, better="lower"))
+    rows.append(row(f"{n} managed connections: opened and set up (s)", None,
+                    [setup_s], better="lower"))
+    cpu0 = _proc_cpu(ra.pid)
+    time.sleep(idle)
+    per_min = (_proc_cpu(ra.pid) - cpu0) * 60 / idle
+    rows.append(row(f"{n} idle connections: rackd CPU s per minute "
+                    "(heartbeats)", None, [per_min], better="lower"))
+    topo.cut_silent("b")
+    testbed.wait_until(lambda: ra.status()["suspended"] >= n, 60,
+                       "all suspended")
+    time.sleep(1)
+    resumes = ra.status()["resumes"]
+    t0 = time.monotonic()
+    topo.restore_silent("b")
+    testbed.wait_until(lambda: ra.status()["resumes"] - resumes >= n, 120,
+                       "all resumed")
+    rows.append(row(f"{n} connections after a common cut: restore -> all "
+                    "resumed (s)", None, [time.monotonic() - t0],
+                    better="lower"))
+    for p in procs:
+        testbed.terminate([p])
+    bench.plain()
+
+    ra, rb = bench.racks()
+    procs = _hold_conns(bench, moving, 7200)
+    testbed.wait_until(lambda: rb.status()["edp_setup_ok"] >= moving, 300,
+                       "set-ups")
+    accepted = rb.status()["reconnects_accepted"]
+    old = topo.cidr("a", "v4")
+    topo.move_to_new_subnet("a", "v4", keep_old=True)
+    t0 = time.monotonic()
+    topo.remove_address("a", "v4", old)
+    testbed.wait_until(lambda: rb.status()["reconnects_accepted"] - accepted
+                       >= moving, 120, "all reconnected")
+    took = time.monotonic() - t0
+    big = moving >= 1000
+    rows.append(row(f"{moving} connections reconnecting at once after A's "
+                    "address change (s)", None, [took],
+                    "<= 2 s" if big else None,
+                    (lambda _, r: r["max"] <= 2.0) if big else None,
+                    better="lower"))
+    for p in procs:
+        testbed.terminate([p])
+    bench.plain()
+    return {"name": "scale", "title": "Scale (one run each)", "unit": "see rows",
+            "runs": 1, "rows": rows}
+
+
 RUN = {
     "throughput": throughput,
     "latency": latency,
     "connect": connect,
     "detection": detection,
     "reconnection": reconnection,
+    "cpu": cpu,
+    "scale": scale,
 }
 NAMES = tuple(RUN)

@@ -43,11 +43,14 @@ int ruleset_remove(char *err, size_t errlen);
 struct conn;
 
 /* Add (or remove) connections to the sets of held flows, whose outgoing
- * segments are diverted while they are suspended. One transaction. */
+ * segments are diverted while they are suspended. One transaction; with
+ * CHAINS, the chains that consult the sets are created first (ADD) or
+ * deleted after (the first connection held, the last one released). */
+int ruleset_held(const struct config *cfg, struct conn *const *conns,
+		 unsigned n, bool add, bool chains, char *err, size_t errlen);
 void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
 			bool add);
-int ruleset_held(struct conn *const *conns, unsigned n, bool add, char *err,
-		 size_t errlen);
+void ruleset_held_chains_write(FILE *f, const struct config *cfg, bool add);
 
 /* Run an nft SCRIPT (element updates) as one transaction; on failure err
  * holds its first error line. */

@@ -45,29 +45,39 @@ static void rule(FILE *f, int dir, bool v6)
 		{ "%s daddr", "%s saddr", "tcp sport" },
 	};
 
-	fprintf(f, "\t\t");
 	for (int step = 0; step < 3; step++) {
+		fprintf(f, " ");
 		fprintf(f, field[dir][step], ip);
 		fprintf(f, " set %s saddr . tcp sport . %s daddr . tcp dport "
 			   "map @", ip, ip);
 		fprintf(f, step_names[dir][step], v6 ? '6' : '4');
-		fprintf(f, step < 2 ? " " : "\n");
+		fprintf(f, step < 2 ? "" : "\n");
 	}
 }
 
-void splicemap_chains(FILE *f)
+void splicemap_chains_write(FILE *f, bool add)
 {
-	/* A route chain: a new destination needs a new route. */
-	fprintf(f, "\tchain splice_out {\n\t\ttype route hook output priority "
-		   SPLICE_OUT_PRIORITY "; policy accept;\n");
-	rule(f, 0, false);
-	rule(f, 0, true);
-	fprintf(f, "\t}\n");
-	fprintf(f, "\tchain splice_in {\n\t\ttype filter hook prerouting "
-		   "priority " SPLICE_IN_PRIORITY "; policy accept;\n");
-	rule(f, 1, false);
-	rule(f, 1, true);
-	fprintf(f, "\t}\n");
+	/* A route chain outgoing: a new destination needs a new route. */
+	static const char *const spec[2] = {
+		"splice_out { type route hook output priority "
+		SPLICE_OUT_PRIORITY "; policy accept; }",
+		"splice_in { type filter hook prerouting priority "
+		SPLICE_IN_PRIORITY "; policy accept; }",
+	};
+	static const char *const name[2] = { "splice_out", "splice_in" };
+
+	/* Idempotent both ways, as the held chains (nft/ruleset.c). */
+	for (int dir = 0; dir < 2; dir++) {
+		fprintf(f, "add chain %s %s %s\n%s chain %s %s %s\n",
+			RULESET_FAMILY, RULESET_TABLE, spec[dir],
+			add ? "flush" : "delete", RULESET_FAMILY, RULESET_TABLE,
+			name[dir]);
+		for (int v6 = 0; add && v6 < 2; v6++) {
+			fprintf(f, "add rule %s %s %s", RULESET_FAMILY,
+				RULESET_TABLE, name[dir]);
+			rule(f, dir, v6);
+		}
+	}
 }
 
 static void key(FILE *f, const struct addr *a1, uint16_t p1,

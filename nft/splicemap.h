@@ -34,8 +34,13 @@ struct splicemap_entry {
 
 /* The maps' declarations, for the table script (both families). */
 void splicemap_declare(FILE *f);
-/* The two rewriting chains (hook output and prerouting). */
-void splicemap_chains(FILE *f);
+/*
+ * Create (ADD) or delete the two rewriting chains, hook output and
+ * prerouting: they exist only while some connection is spliced, since
+ * their first lookup would otherwise cost every TCP segment of the host
+ * (measured: about 0.8 us per round trip on veth).
+ */
+void splicemap_chains_write(FILE *f, bool add);
 /* Append the commands deleting (ADD false) or adding entry E. */
 void splicemap_write(FILE *f, const struct splicemap_entry *e, bool add);
 

@@ -86,6 +86,27 @@ static void hold_ack(struct rackd *d, struct conn *c, uint16_t window)
 		d->edp.send_errors++;
 }
 
+/* Into or out of the held sets; the chains consulting them exist only
+ * while some connection is held. */
+static int held_sets(struct rackd *d, struct conn *const *conns, unsigned n,
+		     bool add, char *err, size_t errlen)
+{
+	unsigned before = d->live.held;
+	unsigned after = add ? before + n : (before >= n ? before - n : 0);
+	bool chains = add ? (before == 0 && after > 0)
+			  : (before > 0 && after == 0);
+	int ret;
+
+	if (n == 0)
+		return 0;
+	ret = ruleset_held(d->cfg, conns, n, add, chains, err, errlen);
+	/* A failed release still releases: the holds are gone either way,
+	 * and the chain writers are idempotent. */
+	if (ret == 0 || !add)
+		d->live.held = after;
+	return ret;
+}
+
 void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 {
 	char err[256];
@@ -107,7 +128,7 @@ void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 		ctl_event(d->ctl, "suspend", c, NULL);
 		loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
 	}
-	if (ruleset_held(conns, held, true, err, sizeof(err)))
+	if (held_sets(d, conns, held, true, err, sizeof(err)))
 		log_warnx("holding %u connection(s): %s", held, err);
 }
 
@@ -115,10 +136,9 @@ void hold_free(struct rackd *d, struct conn *c)
 {
 	char err[256];
 
-	(void)d;
 	if (!c->hold)
 		return;
-	if (ruleset_held(&c, 1, false, err, sizeof(err)))
+	if (held_sets(d, &c, 1, false, err, sizeof(err)))
 		log_debug("releasing hold: %s", err);
 	free(c->hold);
 	c->hold = NULL;
@@ -180,7 +200,7 @@ static void finish_batch(struct rackd *d, struct conn **conns, unsigned n)
 {
 	char err[256];
 
-	if (ruleset_held(conns, n, false, err, sizeof(err)))
+	if (held_sets(d, conns, n, false, err, sizeof(err)))
 		log_warnx("releasing %u connection(s): %s", n, err);
 	for (unsigned i = 0; i < n; i++) {
 		free(conns[i]->hold);

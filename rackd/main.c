@@ -116,7 +116,7 @@ static struct config *load_config_or_exit(const char *path)
 
 /* A new table starts with empty sets and maps: the held flows and the
  * splices of running connections go back in, in the same transaction. */
-static char *state_script(struct rackd *d)
+static char *state_script(struct rackd *d, const struct config *cfg)
 {
 	char *buf = NULL;
 	size_t len = 0, n = 0;
@@ -128,6 +128,8 @@ static char *state_script(struct rackd *d)
 	for (struct conn *c = d->conns.head; c; c = c->next)
 		if (c->hold)
 			held[n++] = c;
+	if (n)
+		ruleset_held_chains_write(f, cfg, true);
 	ruleset_held_write(f, held, (unsigned)n, true);
 	splice_write_state(d, f);
 	free(held);
@@ -168,15 +170,17 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 		config_free(cfg);
 		return -EINVAL;
 	}
-	state = state_script(d);
+	state = state_script(d, cfg);
 	ret = ruleset_install(cfg, reload_mode(d, cfg), state, &used,
 			      &replaced, err, errlen);
 	if (ret) {
 		char again[256];
 
 		config_free(cfg);
+		free(state);
 		/* The failed transaction may have replaced the table: put the
 		 * running configuration's ruleset back. */
+		state = state_script(d, d->cfg);
 		if (ruleset_install(d->cfg, reload_mode(d, d->cfg), state,
 				    &used, &replaced, again, sizeof(again)))
 			log_warnx("reload failed (%s) and the running ruleset "

@@ -28,18 +28,36 @@ static bool needs_update(const struct conn *c)
 	       !endpoint_equal(&c->mapped_remote, &c->wire_remote);
 }
 
-/* One transaction: the installed entries out, the wanted ones in. */
+/* How many connections will be mapped once CONNS are processed. */
+static unsigned mapped_after(const struct rackd *d, struct conn *const *conns,
+			     unsigned n, bool add)
+{
+	long count = d->splice.mapped;
+
+	for (unsigned i = 0; i < n; i++)
+		count += (add && conn_spliced(conns[i])) - conns[i]->mapped;
+	return count < 0 ? 0 : (unsigned)count;
+}
+
+/*
+ * One transaction: the installed entries out, the wanted ones in, and the
+ * rewriting chains created with the first spliced connection and deleted
+ * with the last. A failed removal still counts as done: its connection
+ * goes away regardless.
+ */
 static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 	       bool del, bool add)
 {
 	char *buf = NULL, err[256];
 	size_t len = 0;
-	unsigned changed = 0;
+	unsigned changed = 0, after = mapped_after(d, conns, n, add);
 	FILE *f = open_memstream(&buf, &len);
 	int ret = 0;
 
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
+	if (d->splice.mapped == 0 && after > 0)
+		splicemap_chains_write(f, true);
 	for (unsigned i = 0; i < n; i++) {
 		const struct conn *c = conns[i];
 		struct splicemap_entry e;
@@ -56,6 +74,8 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		}
 		changed++;
 	}
+	if (d->splice.mapped > 0 && after == 0)
+		splicemap_chains_write(f, false);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
@@ -65,9 +85,11 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 	if (ret) {
 		d->splice.errors++;
 		log_warnx("splicing %u connection(s): %s", changed, err);
-		return ret;
+		if (add)
+			return ret;
 	}
 	d->splice.updates += changed;
+	d->splice.mapped = after;
 	for (unsigned i = 0; i < n; i++) {
 		struct conn *c = conns[i];
 
@@ -75,7 +97,7 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		c->mapped_local = c->wire_local;
 		c->mapped_remote = c->wire_remote;
 	}
-	return 0;
+	return ret;
 }
 
 int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n)
@@ -103,6 +125,8 @@ void splice_forget(struct rackd *d, struct conn *c)
 
 void splice_write_state(struct rackd *d, FILE *f)
 {
+	if (d->splice.mapped)
+		splicemap_chains_write(f, true);
 	for (struct conn *c = d->conns.head; c; c = c->next) {
 		struct splicemap_entry e;
 

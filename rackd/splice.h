@@ -17,6 +17,7 @@
 struct rackd;
 
 struct splice_stats {
+	unsigned mapped;	/* connections with map entries */
 	uint64_t updates;	/* connections whose maps were rewritten */
 	uint64_t errors;	/* nft refused an update */
 };
