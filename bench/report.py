@@ -51,6 +51,10 @@ def markdown(results):
                          f"{_cell(r['racks'])} | {_fmt(r['ratio'])} | "
                          f"{r['goal'] or '-'} | {_met(r)} |")
         lines.append("")
+        for note in fig.get("notes", []):
+            lines.append(f"- {note}")
+        if fig.get("notes"):
+            lines.append("")
     return "\n".join(lines)
 
 

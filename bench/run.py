@@ -62,7 +62,15 @@ def main():
             for name in names:
                 t0 = time.monotonic()
                 print(f"== {name}", flush=True)
-                fig = figures.RUN[name](bench)
+                try:
+                    fig = figures.RUN[name](bench)
+                except Exception as err:   # report it, go on with the rest
+                    print(f"  {name} failed: {err}", flush=True)
+                    fig = {"name": name, "title": f"{name}: FAILED",
+                           "unit": "-", "runs": 0, "rows": [],
+                           "notes": [f"failed: {str(err).splitlines()[0]}"]}
+                    results["failed"] = results.get("failed", 0) + 1
+                    bench.plain()
                 fig["seconds"] = round(time.monotonic() - t0, 1)
                 results["figures"].append(fig)
                 report.print_figure(fig)
@@ -80,7 +88,7 @@ def main():
         shutil.copyfile(path, out / f"latest{path.suffix}")
     print(f"\n{len(results['figures'])} figure(s) in {results['seconds']} s; "
           f"report: {base.with_suffix('.md')}")
-    return 0
+    return 1 if results.get("failed") else 0
 
 
 if __name__ == "__main__":

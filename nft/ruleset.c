@@ -119,27 +119,42 @@ void ruleset_held_chains_write(FILE *f, const struct config *cfg, bool add)
 	}
 }
 
-static void base_chain(FILE *f, const struct config *cfg, const char *hook,
-		       const char *iftype, const char *target)
+static void syn_rule(FILE *f, const struct config *cfg, const char *iftype,
+		     const char *target)
 {
-	fprintf(f, "\tchain %s {\n\t\ttype filter hook %s priority %s; "
-		   "policy accept;\n", hook, hook, RULESET_PRIORITY);
-	/* Data segments fail the first test of every rule here. */
 	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
 		   "0x%08x meta %s != loopback jump %s\n",
 		cfg->mark, iftype, target);
-	if (strcmp(hook, "input") == 0) {
-		/* Classic EDP probes mark themselves DSCP LE: only their
-		 * FIN needs a decision. */
-		if (cfg->answer_probes) {
-			fprintf(f, "\t\tip dscp 0x%02x tcp flags & (fin | syn | "
-				   "rst) == fin meta %s != loopback jump "
-				   "probe_in\n", EDP_PROBE_DSCP, iftype);
-			fprintf(f, "\t\tip6 dscp 0x%02x tcp flags & (fin | syn | "
-				   "rst) == fin meta %s != loopback jump "
-				   "probe_in\n", EDP_PROBE_DSCP, iftype);
-		}
+}
+
+/*
+ * The output and input chains. Every segment the host sends or receives
+ * passes here, so a data segment must fail the first rule and meet no
+ * other: with probes answered, the input chain's SYN and FIN tests are
+ * behind one test of the flags (input_ctl).
+ */
+static void base_chain(FILE *f, const struct config *cfg, const char *hook,
+		       const char *iftype, const char *target)
+{
+	bool probes = strcmp(hook, "input") == 0 && cfg->answer_probes;
+
+	fprintf(f, "\tchain %s {\n\t\ttype filter hook %s priority %s; "
+		   "policy accept;\n", hook, hook, RULESET_PRIORITY);
+	if (!probes) {
+		syn_rule(f, cfg, iftype, target);
+		fprintf(f, "\t}\n");
+		return;
 	}
+	fprintf(f, "\t\ttcp flags & (fin | syn | rst) != 0 meta %s != "
+		   "loopback jump %s_ctl\n\t}\n", iftype, hook);
+	fprintf(f, "\tchain %s_ctl {\n", hook);
+	syn_rule(f, cfg, iftype, target);
+	/* Classic EDP probes mark themselves DSCP LE: only their FIN needs
+	 * a decision. */
+	for (int v6 = 0; v6 < 2; v6++)
+		fprintf(f, "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst) "
+			   "== fin jump probe_in\n", v6 ? "6" : "",
+			EDP_PROBE_DSCP);
 	fprintf(f, "\t}\n");
 }
 

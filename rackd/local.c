@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "netlink.h"
 
 int local_source(const struct addr *dst, struct addr *src)
 {
@@ -63,16 +64,13 @@ out:
 static int addr_request(const struct addr *a, uint16_t type)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl;
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifaddrmsg *ifa;
-	uint32_t seq = (uint32_t)time(NULL);
-	int ret = 0;
 
 	nlh->nlmsg_type = type;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK |
 			   (type == RTM_NEWADDR ? NLM_F_CREATE | NLM_F_EXCL : 0);
-	nlh->nlmsg_seq = seq;
+	nlh->nlmsg_seq = (uint32_t)time(NULL);
 	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	ifa->ifa_family = a->family;
 	ifa->ifa_prefixlen = a->family == AF_INET ? 32 : 128;
@@ -87,25 +85,8 @@ static int addr_request(const struct addr *a, uint16_t type)
 	if (type == RTM_NEWADDR)
 		mnl_attr_put_u8(nlh, IFA_PROTO, LOCAL_IFA_PROTO);
 
-	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (!nl)
-		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 ||
-	    mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = (int)mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (ret < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, (size_t)ret, seq, mnl_socket_get_portid(nl),
-			 NULL, NULL);
-	ret = ret < 0 ? -errno : 0;
-out:
-	mnl_socket_close(nl);
-	return ret;
+	return netlink_transact(NETLINK_ROUTE, nlh, buf, sizeof(buf), NULL,
+				NULL);
 }
 
 static struct local_kept **find(struct local_state *s, const struct addr *a)

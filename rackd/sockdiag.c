@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "netlink.h"
 
 #ifndef MNL_SOCKET_DUMP_SIZE
 #define MNL_SOCKET_DUMP_SIZE 32768	/* libmnl >= 1.0.5 defines it */
@@ -167,9 +168,7 @@ int sockdiag_progress(const struct endpoint *local,
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct inet_diag_req_v2 *req;
 	struct progress_ctx ctx = { out, false };
-	struct mnl_socket *nl;
 	uint32_t seq = (uint32_t)time(NULL);
-	ssize_t n;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -187,23 +186,7 @@ int sockdiag_progress(const struct endpoint *local,
 	memcpy(req->id.idiag_dst, remote->addr.bytes, addr_len(&remote->addr));
 	req->id.idiag_cookie[0] = req->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
 
-	nl = mnl_socket_open2(NETLINK_SOCK_DIAG, SOCK_CLOEXEC);
-	if (!nl)
-		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 ||
-	    mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl),
-			 progress_cb, &ctx);
-	ret = ret < 0 ? -errno : ctx.found ? 0 : -ENOENT;
-out:
-	mnl_socket_close(nl);
-	return ret;
+	ret = netlink_transact(NETLINK_SOCK_DIAG, nlh, buf, sizeof(buf),
+			       progress_cb, &ctx);
+	return ret ? ret : ctx.found ? 0 : -ENOENT;
 }

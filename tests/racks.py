@@ -71,3 +71,18 @@ def data_packets_queued(status):
 def endpoint(addr, port):
     """The "addr:port" / "[addr]:port" form rackctl prints."""
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def check_both_ways(server, client, size, timeout=90):
+    """Wait for an xfer client sending and receiving size bytes (recv=True)
+    and its server; assert both streams arrived whole and unchanged, by
+    byte count and sha256. Returns the client's report."""
+    report = client.result(timeout)
+    srv = server.results(60)[0]
+    assert report["sent_bytes"] == srv["recv_bytes"] == size
+    assert report["sent_sha256"] == srv["recv_sha256"] == \
+        testbed.expected_sha256(size, testbed.CLIENT_SEED)
+    assert report["recv_bytes"] == size
+    assert report["recv_sha256"] == srv["sent_sha256"] == \
+        testbed.expected_sha256(size, testbed.SERVER_SEED)
+    return report

@@ -70,14 +70,8 @@ def bulk_through_cut(topo, ra, rb, family, mode, cut_seconds, size=24 * MB):
         testbed.wait_until(lambda: rackd.status()["resumes"] >= 1, 5,
                            "resumption")
     resumed = time.monotonic() - t_back
-    report = client.result(size // MB + cut_seconds + 60)
-    srv = server.results(60)[0]
-    assert report["sent_bytes"] == srv["recv_bytes"] == size
-    assert report["sent_sha256"] == srv["recv_sha256"] == \
-        expected_sha256(size, testbed.CLIENT_SEED)
-    assert report["recv_bytes"] == size
-    assert report["recv_sha256"] == srv["sent_sha256"] == \
-        expected_sha256(size, testbed.SERVER_SEED)
+    report = racks.check_both_ways(server, client, size,
+                                   size // MB + cut_seconds + 60)
     for rackd in (ra, rb):
         st = rackd.status()
         assert st["suspensions"] == 1 and st["resumes"] == 1, st
