@@ -92,29 +92,24 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
 }
 
 /*
- * The held-flow chains exist only while something is held: every TCP
+ * The held-flow chains hold rules only while something is held: every TCP
  * segment of the host would otherwise pay two set lookups (measured: about
- * 1 us per round trip on veth).
+ * 1 us per round trip on veth). The chains themselves always exist and
+ * are only flushed: unregistering a hook (deleting a base chain) makes
+ * the kernel drop every packet waiting in the queue, handshakes included.
  */
 void ruleset_held_chains_write(FILE *f, const struct config *cfg, bool add)
 {
-	static const char *const chains[2][2] = {
-		{ "held_out", "output" }, { "held_in", "input" },
-	};
+	static const char *const chains[2] = { "held_out", "held_in" };
 
-	/* Idempotent both ways: "add" before "delete" or "flush" never fails
-	 * on an absent chain, "flush" before the rules never doubles them. */
 	for (int i = 0; i < 2; i++) {
-		fprintf(f, "add chain %s %s %s { type filter hook %s priority %s; "
-			   "policy accept; }\n%s chain %s %s %s\n",
-			RULESET_FAMILY, RULESET_TABLE, chains[i][0], chains[i][1],
-			HELD_PRIORITY, add ? "flush" : "delete", RULESET_FAMILY,
-			RULESET_TABLE, chains[i][0]);
-		/* Just after the output and input chains: a held socket's
-		 * segments are answered by rackd instead, and, while it
-		 * resumes, the peer's segments to it are looked at. */
+		fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY,
+			RULESET_TABLE, chains[i]);
+		/* A held socket's segments are answered by rackd instead,
+		 * and, while it resumes, the peer's segments to it are
+		 * looked at. */
 		if (add)
-			held_rules(f, cfg, chains[i][0], i ? "d" : "s",
+			held_rules(f, cfg, chains[i], i ? "d" : "s",
 				   i ? "s" : "d");
 	}
 }
@@ -226,6 +221,12 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	base_chain(f, cfg, "output", "oiftype", "syn_out");
 	base_chain(f, cfg, "input", "iiftype", "syn_in");
 	edp_chain(f);
+	/* Empty until something is held (just after output and input). */
+	fprintf(f, "\tchain held_out {\n\t\ttype filter hook output priority "
+		   "%s; policy accept;\n\t}\n", HELD_PRIORITY);
+	fprintf(f, "\tchain held_in {\n\t\ttype filter hook input priority "
+		   "%s; policy accept;\n\t}\n", HELD_PRIORITY);
+	splicemap_chains(f);
 	fprintf(f, "}\n");
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

@@ -55,23 +55,22 @@ static void rule(FILE *f, int dir, bool v6)
 	}
 }
 
-void splicemap_chains_write(FILE *f, bool add)
+void splicemap_chains(FILE *f)
 {
 	/* A route chain outgoing: a new destination needs a new route. */
-	static const char *const spec[2] = {
-		"splice_out { type route hook output priority "
-		SPLICE_OUT_PRIORITY "; policy accept; }",
-		"splice_in { type filter hook prerouting priority "
-		SPLICE_IN_PRIORITY "; policy accept; }",
-	};
+	fprintf(f, "\tchain splice_out {\n\t\ttype route hook output priority "
+		   SPLICE_OUT_PRIORITY "; policy accept;\n\t}\n");
+	fprintf(f, "\tchain splice_in {\n\t\ttype filter hook prerouting "
+		   "priority " SPLICE_IN_PRIORITY "; policy accept;\n\t}\n");
+}
+
+void splicemap_chains_write(FILE *f, bool add)
+{
 	static const char *const name[2] = { "splice_out", "splice_in" };
 
-	/* Idempotent both ways, as the held chains (nft/ruleset.c). */
 	for (int dir = 0; dir < 2; dir++) {
-		fprintf(f, "add chain %s %s %s\n%s chain %s %s %s\n",
-			RULESET_FAMILY, RULESET_TABLE, spec[dir],
-			add ? "flush" : "delete", RULESET_FAMILY, RULESET_TABLE,
-			name[dir]);
+		fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY,
+			RULESET_TABLE, name[dir]);
 		for (int v6 = 0; add && v6 < 2; v6++) {
 			fprintf(f, "add rule %s %s %s", RULESET_FAMILY,
 				RULESET_TABLE, name[dir]);
