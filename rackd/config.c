@@ -18,9 +18,13 @@
 typedef int (*config_setter)(struct config *cfg, char *value, char *why,
 			     size_t whylen);
 
+/* A key is set by its setter, or, for a duration (set == NULL), stored in
+ * milliseconds at offset ms_off of struct config, at least min_ms. */
 struct config_key {
 	const char *name;
 	config_setter set;
+	size_t ms_off;
+	uint64_t min_ms;
 };
 
 static int set_error(char *why, size_t whylen, const char *fmt, ...)
@@ -163,39 +167,6 @@ static int set_duration(uint64_t *dst, const char *key, char *v, uint64_t min,
 	return 0;
 }
 
-static int set_syn_timeout(struct config *cfg, char *v, char *why, size_t wl)
-{
-	return set_duration(&cfg->syn_timeout_ms, "syn_timeout", v, 1000, why,
-			    wl);
-}
-
-static int set_setup_timeout(struct config *cfg, char *v, char *why,
-			     size_t wl)
-{
-	return set_duration(&cfg->setup_timeout_ms, "setup_timeout", v, 500,
-			    why, wl);
-}
-
-static int set_suspend_after(struct config *cfg, char *v, char *why,
-			     size_t wl)
-{
-	return set_duration(&cfg->suspend_after_ms, "suspend_after", v, 500,
-			    why, wl);
-}
-
-static int set_max_suspend(struct config *cfg, char *v, char *why, size_t wl)
-{
-	return set_duration(&cfg->max_suspend_ms, "max_suspend", v, 1000, why,
-			    wl);
-}
-
-static int set_retry_interval(struct config *cfg, char *v, char *why,
-			      size_t wl)
-{
-	return set_duration(&cfg->retry_interval_ms, "retry_interval", v, 100,
-			    why, wl);
-}
-
 static int set_answer_probes(struct config *cfg, char *v, char *why,
 			     size_t wl)
 {
@@ -206,13 +177,6 @@ static int set_answer_probes(struct config *cfg, char *v, char *why,
 	else
 		return set_error(why, wl, "answer_probes must be yes or no");
 	return 0;
-}
-
-static int set_sweep_interval(struct config *cfg, char *v, char *why,
-			      size_t wl)
-{
-	return set_duration(&cfg->sweep_interval_ms, "sweep_interval", v, 100,
-			    why, wl);
 }
 
 static int set_log_level(struct config *cfg, char *v, char *why, size_t wl)
@@ -328,22 +292,26 @@ static int set_exclude(struct config *cfg, char *v, char *why, size_t wl)
 	return for_each_item(v, add_exclude, cfg, why, wl);
 }
 
+#define DURATION_KEY(key, min) \
+	{ .name = #key, .ms_off = offsetof(struct config, key##_ms), \
+	  .min_ms = min }
+
 static const struct config_key config_keys[] = {
-	{ "queue", set_queue },
-	{ "queue_mode", set_queue_mode },
-	{ "queue_maxlen", set_queue_maxlen },
-	{ "mark", set_mark },
-	{ "ports", set_ports },
-	{ "exclude", set_exclude },
-	{ "syn_timeout", set_syn_timeout },
-	{ "setup_timeout", set_setup_timeout },
-	{ "answer_probes", set_answer_probes },
-	{ "suspend_after", set_suspend_after },
-	{ "retry_interval", set_retry_interval },
-	{ "max_suspend", set_max_suspend },
-	{ "sweep_interval", set_sweep_interval },
-	{ "max_connections", set_max_connections },
-	{ "log_level", set_log_level },
+	{ .name = "queue", .set = set_queue },
+	{ .name = "queue_mode", .set = set_queue_mode },
+	{ .name = "queue_maxlen", .set = set_queue_maxlen },
+	{ .name = "mark", .set = set_mark },
+	{ .name = "ports", .set = set_ports },
+	{ .name = "exclude", .set = set_exclude },
+	DURATION_KEY(syn_timeout, 1000),
+	DURATION_KEY(setup_timeout, 500),
+	{ .name = "answer_probes", .set = set_answer_probes },
+	DURATION_KEY(suspend_after, 500),
+	DURATION_KEY(retry_interval, 100),
+	DURATION_KEY(max_suspend, 1000),
+	DURATION_KEY(sweep_interval, 100),
+	{ .name = "max_connections", .set = set_max_connections },
+	{ .name = "log_level", .set = set_log_level },
 };
 
 const char *config_queue_mode_name(enum queue_mode mode)
@@ -417,7 +385,11 @@ static int config_line(struct config *cfg, char *line, char *why, size_t wl)
 			continue;
 		if (*value == '\0')
 			return set_error(why, wl, "%s has no value", key);
-		return config_keys[i].set(cfg, value, why, wl);
+		if (config_keys[i].set)
+			return config_keys[i].set(cfg, value, why, wl);
+		return set_duration((uint64_t *)((char *)cfg +
+						 config_keys[i].ms_off),
+				    key, value, config_keys[i].min_ms, why, wl);
 	}
 	return set_error(why, wl, "unknown key '%s'", key);
 }
