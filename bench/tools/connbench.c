@@ -46,6 +46,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define TOOL_NAME "connbench"
+#include "tool.h"
+
 #define BACKLOG 4096
 #define MAX_COUNT 10000000ul
 #define MAX_EVENTS 256
@@ -58,36 +61,6 @@ struct target {
 	int family;
 };
 
-static void vmsg(const char *fmt, va_list ap)
-{
-	fputs("connbench: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-}
-
-static void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void warnx(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(fmt, ap);
-	va_end(ap);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(fmt, ap);
-	va_end(ap);
-	exit(1);
-}
-
 static void usage(void) __attribute__((noreturn));
 
 static void usage(void)
@@ -96,19 +69,6 @@ static void usage(void)
 	      "       connbench client HOST PORT COUNT [latency|rate]\n",
 	      stderr);
 	exit(1);
-}
-
-static unsigned long parse_num(const char *s, const char *what,
-			       unsigned long min, unsigned long max)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (*s < '0' || *s > '9' || errno || *end || v < min || v > max)
-		die("invalid %s '%s' (expected %lu..%lu)", what, s, min, max);
-	return v;
 }
 
 /* ---- server ---- */
@@ -125,39 +85,7 @@ static void raise_nofile(void)
 		warnx("setrlimit RLIMIT_NOFILE: %s", strerror(errno));
 }
 
-static int listen_any(unsigned long port)
-{
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };	/* [::] */
-	int one = 1, zero = 0;
-	int fd;
-
-	sa.sin6_port = htons((uint16_t)port);
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		die("socket: %s", strerror(errno));
-	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
-		die("setsockopt IPV6_V6ONLY: %s", strerror(errno));
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
-		die("setsockopt SO_REUSEADDR: %s", strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		die("bind [::]:%lu: %s", port, strerror(errno));
-	if (listen(fd, BACKLOG) < 0)
-		die("listen: %s", strerror(errno));
-	return fd;
-}
-
 /* accept(2) errors after which the listener is still usable. */
-static int accept_transient(int err)
-{
-	switch (err) {
-	case EINTR: case ECONNABORTED: case EPROTO: case EPERM:
-	case ENETDOWN: case ENOPROTOOPT: case EHOSTDOWN: case ENONET:
-	case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH:
-		return 1;
-	}
-	return 0;
-}
-
 /* Out of fds or memory: say so once, back off a little, retry later. */
 static void accept_backoff(int err)
 {
@@ -229,7 +157,8 @@ static int run_server(int argc, char **argv)
 	if (argc != 3)
 		usage();
 	raise_nofile();
-	lfd = listen_any(parse_num(argv[2], "port", 1, 65535));
+	lfd = listen_any(parse_num(argv[2], "port", 1, 65535), SOCK_NONBLOCK,
+			BACKLOG);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
 		die("epoll_create1: %s", strerror(errno));
@@ -275,34 +204,6 @@ static void resolve(const char *host, const char *port, struct target *t)
 }
 
 /* connect(2) on a blocking socket; an interrupted connect is waited for. */
-static int connect_fd(int fd, const struct sockaddr *sa, socklen_t len)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-	socklen_t elen = sizeof(int);
-	int err = 0;
-
-	if (connect(fd, sa, len) == 0)
-		return 0;
-	if (errno != EINTR)
-		return -1;
-	while (poll(&pfd, 1, -1) < 0)
-		if (errno != EINTR)
-			return -1;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
-		return -1;
-	errno = err;
-	return err ? -1 : 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-		die("clock_gettime: %s", strerror(errno));
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * One socket()/connect()/close() cycle, connection number nr. Returns the
  * duration of connect() alone, or with whole set, of the whole cycle.
@@ -331,21 +232,7 @@ static uint64_t cycle(const struct target *t, size_t nr, int whole)
 	return whole ? t_end - t_start : t_done - t_conn;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Nearest-rank percentile of n sorted samples, in microseconds. */
-static double pct_us(const uint64_t *v, size_t n, unsigned int pct)
-{
-	size_t rank = (n * pct + 99) / 100;
-
-	return v[rank ? rank - 1 : 0] / 1000.0;
-}
-
 static void report(const char *mode, uint64_t *v, size_t n, uint64_t wall)
 {
 	double sum = 0;

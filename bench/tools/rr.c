@@ -41,40 +41,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define TOOL_NAME "rr"
+#include "tool.h"
+
 #define MAX_SIZE (16ul << 20)
 #define MAX_COUNT 10000000ul
 #define DEFAULT_WARMUP 200ul
 #define IO_TIMEOUT_S 30
-
-static void vmsg(const char *fmt, va_list ap)
-{
-	fputs("rr: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-}
-
-static void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void warnx(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(fmt, ap);
-	va_end(ap);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(fmt, ap);
-	va_end(ap);
-	exit(1);
-}
 
 static void usage(void) __attribute__((noreturn));
 
@@ -91,19 +64,6 @@ static const char *errstr(int err)
 	if (err == EAGAIN || err == EWOULDBLOCK)
 		return "timed out";
 	return strerror(err);
-}
-
-static unsigned long parse_num(const char *s, const char *what,
-			       unsigned long min, unsigned long max)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (*s < '0' || *s > '9' || errno || *end || v < min || v > max)
-		die("invalid %s '%s' (expected %lu..%lu)", what, s, min, max);
-	return v;
 }
 
 /*
@@ -152,27 +112,6 @@ static int set_nodelay(int fd)
 }
 
 /* ---- server ---- */
-
-static int listen_any(unsigned long port)
-{
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };	/* [::] */
-	int one = 1, zero = 0;
-	int fd;
-
-	sa.sin6_port = htons((uint16_t)port);
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		die("socket: %s", strerror(errno));
-	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
-		die("setsockopt IPV6_V6ONLY: %s", strerror(errno));
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
-		die("setsockopt SO_REUSEADDR: %s", strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		die("bind [::]:%lu: %s", port, strerror(errno));
-	if (listen(fd, 128) < 0)
-		die("listen: %s", strerror(errno));
-	return fd;
-}
 
 /* Echoes S-byte messages until EOF. Returns the exit status. */
 static int serve_conn(int fd)
@@ -250,17 +189,6 @@ static void spawn(int lfd, int fd)
 }
 
 /* accept(2) errors after which the listener is still usable. */
-static int accept_transient(int err)
-{
-	switch (err) {
-	case EINTR: case ECONNABORTED: case EPROTO: case EPERM:
-	case ENETDOWN: case ENOPROTOOPT: case EHOSTDOWN: case ENONET:
-	case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH:
-		return 1;
-	}
-	return 0;
-}
-
 /* accept(2) errors from lack of resources: wait a little and retry. */
 static int accept_exhausted(int err)
 {
@@ -278,7 +206,7 @@ static int run_server(int argc, char **argv)
 	/* Children are reaped by the kernel. */
 	if (sigaction(SIGCHLD, &sa, NULL) < 0)
 		die("sigaction: %s", strerror(errno));
-	lfd = listen_any(parse_num(argv[2], "port", 1, 65535));
+	lfd = listen_any(parse_num(argv[2], "port", 1, 65535), 0, 128);
 	if (printf("READY\n") < 0 || fflush(stdout) == EOF)
 		die("writing to stdout: %s", strerror(errno));
 	for (;;) {
@@ -298,25 +226,6 @@ static int run_server(int argc, char **argv)
 /* ---- client ---- */
 
 /* connect(2) on a blocking socket; an interrupted connect is waited for. */
-static int connect_fd(int fd, const struct sockaddr *sa, socklen_t len)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-	socklen_t elen = sizeof(int);
-	int err = 0;
-
-	if (connect(fd, sa, len) == 0)
-		return 0;
-	if (errno != EINTR)
-		return -1;
-	while (poll(&pfd, 1, -1) < 0)
-		if (errno != EINTR)
-			return -1;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
-		return -1;
-	errno = err;
-	return err ? -1 : 0;
-}
-
 static int connect_to(const char *host, const char *port)
 {
 	struct addrinfo hints = {
@@ -360,15 +269,6 @@ static void setup_client(int fd, size_t size)
 		die("sending size header: %s", errstr(errno));
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-		die("clock_gettime: %s", strerror(errno));
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* One timed round trip of out (size bytes); the echo lands in in. */
 static uint64_t round_trip(int fd, const char *out, char *in, size_t size)
 {
@@ -388,21 +288,7 @@ static uint64_t round_trip(int fd, const char *out, char *in, size_t size)
 	return t1 - t0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Nearest-rank percentile of n sorted samples, in microseconds. */
-static double pct_us(const uint64_t *v, size_t n, unsigned int pct)
-{
-	size_t rank = (n * pct + 99) / 100;
-
-	return v[rank ? rank - 1 : 0] / 1000.0;
-}
-
 static void report(size_t size, uint64_t *v, size_t n)
 {
 	double sum = 0;
