@@ -150,6 +150,21 @@ static bool path_unconfirmed(const struct live_peer *p)
 	return false;
 }
 
+/* One heartbeat on the path's next carrier; a connection the peer must
+ * learn our new endpoints of asks for that instead, and its answer proves
+ * the path as well. */
+static void probe(struct rackd *d, struct live_peer *p)
+{
+	struct conn *c = next_carrier(p);
+
+	if (c->confirmed) {
+		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
+		d->live.stats.heartbeats_out++;
+	} else {
+		reconnect_send(d, c);
+	}
+}
+
 static void live_tick(struct timer *t, void *arg)
 {
 	struct live_peer *p = arg;
@@ -177,16 +192,7 @@ static void live_tick(struct timer *t, void *arg)
 		silent = iv;
 	}
 	if (silent >= iv && (!p->suspended || path_link_usable(d, p))) {
-		struct conn *c = next_carrier(p);
-
-		/* A connection the peer must learn our new endpoints of
-		 * asks for that: its answer proves the path as well. */
-		if (c->confirmed) {
-			live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
-			d->live.stats.heartbeats_out++;
-		} else {
-			reconnect_send(d, c);
-		}
+		probe(d, p);
 	}
 	next = iv;
 	if (!p->suspended && path_unconfirmed(p)) {
@@ -331,8 +337,6 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 
 void live_probe_now(struct rackd *d, struct live_peer *p)
 {
-	struct conn *c = next_carrier(p);
-
 	if (!path_link_usable(d, p)) {
 		/* The link's return will try it at once. */
 		loop_timer_arm(d->loop, &p->timer, heartbeat_interval(d, p));
@@ -341,12 +345,7 @@ void live_probe_now(struct rackd *d, struct live_peer *p)
 
 	/* From new endpoints the peer has to be asked at once; the tick
 	 * repeats it every interval after that. */
-	if (c->confirmed) {
-		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
-		d->live.stats.heartbeats_out++;
-	} else {
-		reconnect_send(d, c);
-	}
+	probe(d, p);
 	p->fast = LIVE_FAST_RETRIES;
 	loop_timer_arm(d->loop, &p->timer, LIVE_FAST_RETRY_MS);
 }
