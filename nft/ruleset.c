@@ -11,6 +11,7 @@
 #include "announce.h"
 #include "conn.h"
 #include "log.h"
+#include "offerset.h"
 #include "option.h"
 #include "splicemap.h"
 #include "xt_queue.h"
@@ -114,41 +115,58 @@ void ruleset_held_chains_write(FILE *f, const struct config *cfg, bool add)
 	}
 }
 
-static void syn_rule(FILE *f, const struct config *cfg, const char *iftype,
-		     const char *target)
-{
-	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
-		   "0x%08x meta %s != loopback jump %s\n",
-		cfg->mark, iftype, target);
-}
-
 /*
  * The output and input chains. Every segment the host sends or receives
  * passes here, so a data segment must fail the first rule and meet no
- * other: with probes answered, the input chain's SYN and FIN tests are
- * behind one test of the flags (input_ctl).
+ * other: the decisions are behind one test of the flags.
+ *
+ * Out: every SYN (racks offers itself on it); a SYN-ACK only when it
+ * answers a racks client (offerset.h), so that a plain client's handshake
+ * with this host never leaves the kernel.
  */
-static void base_chain(FILE *f, const struct config *cfg, const char *hook,
-		       const char *iftype, const char *target)
+static void output_chains(FILE *f, const struct config *cfg)
 {
-	bool probes = strcmp(hook, "input") == 0 && cfg->answer_probes;
-
-	fprintf(f, "\tchain %s {\n\t\ttype filter hook %s priority %s; "
-		   "policy accept;\n", hook, hook, RULESET_PRIORITY);
-	if (!probes) {
-		syn_rule(f, cfg, iftype, target);
-		fprintf(f, "\t}\n");
-		return;
-	}
-	fprintf(f, "\t\ttcp flags & (fin | syn | rst) != 0 meta %s != "
-		   "loopback jump %s_ctl\n\t}\n", iftype, hook);
-	fprintf(f, "\tchain %s_ctl {\n", hook);
-	syn_rule(f, cfg, iftype, target);
-	/* Classic EDP probes mark themselves DSCP LE: only their FIN needs
-	 * a decision. */
+	fprintf(f, "\tchain output {\n\t\ttype filter hook output priority "
+		   "%s; policy accept;\n", RULESET_PRIORITY);
+	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
+		   "0x%08x meta oiftype != loopback jump output_syn\n\t}\n",
+		cfg->mark);
+	fprintf(f, "\tchain output_syn {\n");
+	fprintf(f, "\t\ttcp flags & ack == 0 goto syn_out\n");
 	for (int v6 = 0; v6 < 2; v6++)
-		fprintf(f, "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst) "
+		fprintf(f, "\t\tip%s saddr . tcp sport . ip%s daddr . "
+			   "tcp dport @offered%c goto divert\n",
+			v6 ? "6" : "", v6 ? "6" : "", v6 ? '6' : '4');
+	fprintf(f, "\t}\n");
+}
+
+/*
+ * In: every SYN-ACK (a SYN we offered racks on is answered by it, or not);
+ * a SYN only when it carries racks' option (RFC 6994 ExID at option offset
+ * 2): a plain client's SYN is none of rackd's business. With probes
+ * answered, the SYN and FIN of a classic EDP probe too.
+ */
+static void input_chains(FILE *f, const struct config *cfg)
+{
+	fprintf(f, "\tchain input {\n\t\ttype filter hook input priority "
+		   "%s; policy accept;\n", RULESET_PRIORITY);
+	fprintf(f, "\t\ttcp flags & (fin | syn | rst) != 0 meta iiftype != "
+		   "loopback jump input_ctl\n\t}\n");
+	fprintf(f, "\tchain input_ctl {\n");
+	fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn | ack "
+		   "meta mark != 0x%08x jump syn_in\n", cfg->mark);
+	fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn tcp option "
+		   "@%d,16,16 0x%04x meta mark != 0x%08x jump syn_in\n",
+		EDP_OPT_KIND, EDP_EXID, cfg->mark);
+	/* Classic EDP probes mark themselves DSCP LE: their SYN (whose
+	 * sequence number tells a probe's FIN from a client's) and their
+	 * FIN, which is answered. */
+	for (int v6 = 0; cfg->answer_probes && v6 < 2; v6++)
+		fprintf(f, "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst | "
+			   "ack) == syn meta mark != 0x%08x jump syn_in\n"
+			   "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst) "
 			   "== fin jump probe_in\n", v6 ? "6" : "",
+			EDP_PROBE_DSCP, cfg->mark, v6 ? "6" : "",
 			EDP_PROBE_DSCP);
 	fprintf(f, "\t}\n");
 }
@@ -209,6 +227,7 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 		   "ipv4_addr . inet_service\n\t}\n");
 	fprintf(f, "\tset held6 {\n\t\ttype ipv6_addr . inet_service . "
 		   "ipv6_addr . inet_service\n\t}\n");
+	offerset_declare(f);
 	splicemap_declare(f);
 	fprintf(f, "\tchain divert {\n");
 	if (native_queue)
@@ -218,8 +237,8 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	syn_chain(f, cfg, "syn_in", "saddr");
 	if (cfg->answer_probes)
 		probe_chain(f, cfg);
-	base_chain(f, cfg, "output", "oiftype", "syn_out");
-	base_chain(f, cfg, "input", "iiftype", "syn_in");
+	output_chains(f, cfg);
+	input_chains(f, cfg);
 	edp_chain(f);
 	/* Empty until something is held (just after output and input). */
 	fprintf(f, "\tchain held_out {\n\t\ttype filter hook output priority "

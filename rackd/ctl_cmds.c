@@ -43,6 +43,7 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_syn_fallback", e->syn_fallback);
 	put_u64(out, "edp_synack_offered", e->synack_offered);
 	put_u64(out, "edp_synack_no_room", e->synack_no_room);
+	put_u64(out, "edp_offer_errors", e->offer_errors);
 	put_u64(out, "edp_setup_started", e->setup_started);
 	put_u64(out, "edp_setup_ok", e->setup_ok);
 	put_u64(out, "edp_setup_failed", e->setup_failed);

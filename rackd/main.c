@@ -24,6 +24,7 @@
 #include "inject.h"
 #include "liveness.h"
 #include "log.h"
+#include "offerset.h"
 #include "loop.h"
 #include "queue.h"
 #include "rackd.h"
@@ -375,6 +376,11 @@ static void start(struct rackd *d)
 		ctl_close(d->ctl);
 		fatalx(1, "raw sockets: %s", strerror(-ret));
 	}
+	ret = offerset_open(&d->offers);
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "nftables netlink socket: %s", strerror(-ret));
+	}
 	edp_announce_new(d->announcement);
 	keypool_init(&d->keys, d->loop);
 	reconnect_init(d);
@@ -431,6 +437,7 @@ static void stop(struct rackd *d)
 	}
 	conn_table_free(&d->conns, NULL);
 	inject_close(d->inject);
+	offerset_close(d->offers);
 	keypool_wipe(&d->keys);
 	live_free(d);
 	reconnect_free(d);

@@ -30,6 +30,7 @@
 struct loop;
 struct queue;
 struct inject;
+struct offerset;
 struct rtnl;
 struct ctl;
 
@@ -60,6 +61,7 @@ struct rackd_edp_stats {
 	uint64_t syn_fallback;		/* retransmitted SYN sent plain */
 	uint64_t synack_offered;
 	uint64_t synack_no_room;
+	uint64_t offer_errors;		/* offered set not written */
 	uint64_t setup_started;
 	uint64_t setup_ok;
 	uint64_t setup_failed;		/* timed out: released */
@@ -99,6 +101,7 @@ struct rackd {
 	struct rackd_stats stats;
 	struct rackd_edp_stats edp;
 	struct inject *inject;
+	struct offerset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
 	struct live_state live;
 	struct reconnect_state reconnect;

@@ -4,6 +4,7 @@
 #include <netinet/in.h> /* before linux/ headers: libc-compat */
 #include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink_queue.h>
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 #include "csum.h"
 #include "log.h"
 #include "loop.h"
+#include "offerset.h"
 #include "rewrite.h"
 #include "setup.h"
 #include "reconnect.h"
@@ -209,6 +211,27 @@ static void conn_restart(struct rackd *d, struct conn *c, enum conn_dir dir)
 	d->stats.conns_total++;
 }
 
+static void release_plain(struct rackd *d, struct conn *c)
+{
+	setup_release(d, c, "plain peer: released");
+}
+
+/* Divert the SYN-ACK answering C's SYN; false (counted) when we cannot. */
+static bool offer_synack(struct rackd *d, struct conn *c)
+{
+	int ret = d->offers ? offerset_add(d->offers, &c->local, &c->remote)
+			    : -ENOTCONN;
+
+	if (ret == 0)
+		return true;
+	conn_log(c, "its SYN-ACK cannot be diverted: stays plain");
+	/* The first one is logged; all are counted (edp_offer_errors). */
+	if (d->edp.offer_errors++ == 0)
+		log_warnx("offered set: %s; racks clients now get plain "
+			  "connections", strerror(-ret));
+	return false;
+}
+
 static void track_syn(struct rackd *d, struct queue *q,
 		      const struct queue_packet *qp, const struct packet *p,
 		      bool outbound)
@@ -255,19 +278,22 @@ static void track_syn(struct rackd *d, struct queue *q,
 		d->edp.syn_no_room++;
 		goto accept;
 	}
-	c->offered = racks_option(d, p, EDP_SYN);
-	if (c->offered) {
+	/* Only SYNs with racks' option are diverted here. Its SYN-ACK must
+	 * reach us too: the flow joins the offered set before the kernel
+	 * sees the SYN and answers it. */
+	c->offered = racks_option(d, p, EDP_SYN) && offer_synack(d, c);
+	if (p->opt.racks_len)
 		verdict_stripped(d, q, qp, p);
-		return;
-	}
+	else
+		queue_verdict(q, qp->id, NF_ACCEPT);
+	/* No SYN-ACK of ours will be diverted: nothing more to decide. */
+	if (!c->offered)
+		release_plain(d, c);
+	return;
 accept:
 	queue_verdict(q, qp->id, NF_ACCEPT);
 }
 
-static void release_plain(struct rackd *d, struct conn *c)
-{
-	setup_release(d, c, "plain peer: released");
-}
 
 static void track_synack(struct rackd *d, struct queue *q,
 			 const struct queue_packet *qp, const struct packet *p,

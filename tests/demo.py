@@ -122,13 +122,14 @@ def main():
 
         say("\nA plain host (no rackd) connecting to B sees an ordinary "
             "connection:")
-        rb_before = rb.status()["edp_released"]
+        before = rb.status()["packets_queued"]
         ra.stop()
         server = start_xfer_server(topo.b, PORT + 1)
         testbed.xfer_client(topo.a, b4, PORT + 1, MB)
         server.results()
-        say(f"  B released it: edp_released went from {rb_before} to "
-            f"{rb.status()['edp_released']} (peer none, never diverted again)")
+        say(f"  B's rackd never saw it: {rb.status()['packets_queued'] - before} "
+            f"packets queued (a SYN without racks' option, and its SYN-ACK, "
+            f"stay in the kernel)")
 
         say(f"\nThe classic probe: rackctl probe {b4}:{PORT + 2}")
         probe_server = topo.b.popen([testbed.PYTHON, "-c", LISTENER,

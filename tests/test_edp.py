@@ -163,11 +163,17 @@ def test_plain_peer_sees_an_ordinary_connection(topo, tmp_path, racks_side):
     assert len(got) == size
     assert hashlib.sha256(got).hexdigest() == (
         report["sent_sha256"] if racks_side == "client" else srv["sent_sha256"])
-    conns = rackd.connections()
-    assert [c["peer"] for c in conns] in ([], ["none"])
     st = rackd.status()
-    assert st["edp_released"] == 1 and st["edp_msgs_out"] == 0
-    assert st["edp_setup_started"] == 0
+    assert st["edp_msgs_out"] == 0 and st["edp_setup_started"] == 0
+    if racks_side == "client":
+        assert [c["peer"] for c in rackd.connections()] in ([], ["none"])
+        assert st["edp_released"] == 1
+    else:
+        # A plain client's handshake never left B's kernel: no SYN without
+        # racks' option, and no SYN-ACK but to one, is diverted.
+        assert rackd.connections() == []
+        assert st["syn"] == 0 and st["synack"] == 0, st
+        assert st["packets_queued"] == 0, st
 
 
 def test_option_fits_exactly_and_md5_signature_survives(topo):

@@ -1,7 +1,7 @@
 """Malformed packets crafted with Scapy: rackd accepts them unmodified,
 counts them by reason, and keeps working.
 
-Topology: A (rackd) -- R -- B (sends the crafted SYNs with Scapy).
+Topology: A (rackd) -- R -- B (sends the crafted SYN-ACKs with Scapy).
 """
 
 import pytest
@@ -45,7 +45,7 @@ def test_each_malformation_is_counted_by_reason(topo, family):
         key = f"malformed_{reason}"
         assert after[key] - before[key] == 3, (case, before, after)
         assert after["packets_malformed"] - before["packets_malformed"] == 3
-        assert after["connections"] == 0, "a malformed SYN created a connection"
+        assert after["connections"] == 0, "a malformed packet created a connection"
     assert rackd.running
 
 
@@ -53,18 +53,21 @@ def test_a_flood_of_random_options_is_survived(topo):
     rackd = topo.start_rackd("a")
     craft(topo, "v4", ["random"], count=300)
     testbed.wait_until(lambda: rackd.status()["packets_queued"] >= 300, 10,
-                       "the random SYNs to reach rackd")
+                       "the random SYN-ACKs to reach rackd")
     status = rackd.status()
     assert status["packets_queued"] == 300
     assert status["verdicts"] == 300, "every packet must get a verdict"
-    # Valid ones became (half-open) connections, the rest were counted.
-    assert status["packets_malformed"] + status["syn"] == 300
-    # And ordinary traffic is tracked exactly as before.
-    server = testbed.start_xfer_server(topo.a, PORT + 1)
-    client = testbed.start_xfer_client(topo.b, topo.addr["a"]["v4"], PORT + 1,
+    # Valid ones answer no SYN of A's (unmatched), the rest were counted.
+    assert status["packets_malformed"] + status["synack"] == 300
+    assert status["synack_unmatched"] == status["synack"]
+    assert status["connections"] == 0
+    # And ordinary traffic is tracked exactly as before: A's connection to
+    # a plain server is offered racks, then released.
+    server = testbed.start_xfer_server(topo.b, PORT + 1)
+    client = testbed.start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT + 1,
                                        10**6, rate=10**6, announce=True)
     client.connected()
-    assert any(c["local"] == racks.endpoint(topo.addr["a"]["v4"], PORT + 1)
+    assert any(c["remote"] == racks.endpoint(topo.addr["b"]["v4"], PORT + 1)
                and c["state"] == "released" and c["peer"] == "none"
                for c in rackd.connections())
     client.result()

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
-"""Send crafted, malformed TCP SYNs with Scapy (run inside a namespace).
+"""Send crafted, malformed TCP SYN-ACKs with Scapy (run inside a namespace).
 
 usage: craft.py DST_ADDR DST_PORT CASE [CASE ...] [--count N]
 
-Each CASE names one malformation (see CASES); every packet still carries
-the SYN flag so that rackd's ruleset diverts it to user space.
+Each CASE names one malformation (see CASES). Every packet is a SYN-ACK:
+rackd's ruleset diverts every incoming SYN-ACK (it may answer a SYN that
+offered racks), while an incoming SYN reaches rackd only when the kernel
+finds racks' option in it, which a malformed option list can hide.
 """
 
 import argparse
@@ -17,11 +19,11 @@ conf.verb = 0
 
 
 def syn(dst, dport, options=b"", doff=None, payload=b""):
-    """A SYN whose raw TCP options are exactly `options` (padded to 4)."""
+    """A SYN-ACK whose raw TCP options are exactly `options` (padded to 4)."""
     options += b"\x00" * (-len(options) % 4)
     hdr_words = 5 + len(options) // 4 if doff is None else doff
-    tcp = TCP(sport=random.randint(20000, 60000), dport=dport, flags="S",
-              seq=random.getrandbits(32), dataofs=hdr_words, options=[])
+    tcp = TCP(sport=random.randint(20000, 60000), dport=dport, flags="SA",
+              seq=random.getrandbits(32), ack=random.getrandbits(32), dataofs=hdr_words, options=[])
     l3 = IPv6(dst=dst) if ":" in dst else IP(dst=dst)
     return l3 / tcp / Raw(options + payload)
 
