@@ -139,9 +139,20 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # Benchmark helpers run by the benchmark driver: `make bench-tools`.
-# Standalone programs (libc only), built with the project's warnings.
-BENCH_TOOLS := $(BUILD)/bench/rr $(BUILD)/bench/connbench
+# rr and connbench are standalone programs (libc only), built with the
+# project's warnings.
+BENCH_TOOLS := $(BUILD)/bench/rr $(BUILD)/bench/connbench \
+	$(BUILD)/bench/nfqfloor
 bench-tools: $(BENCH_TOOLS)
+
+# nfqfloor serves a queue exactly as rackd does: it links rackd's queue,
+# xt target and log modules.
+NFQFLOOR_SRC := bench/tools/nfqfloor.c rackd/queue.c nft/xt_queue.c rackd/log.c
+$(BUILD)/bench/nfqfloor: $(NFQFLOOR_SRC)
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -O2 $(CFLAGS) $(LDFLAGS) -o $@ \
+		$(NFQFLOOR_SRC) $(pkg_libs)
 
 $(BUILD)/bench/%: bench/tools/%.c
 	$(call quiet,CC,$@)

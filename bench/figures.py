@@ -20,6 +20,7 @@ IPERF_PORT = 5201
 RR_PORT = 7001
 CONN_PORT = 7002
 TICK_PORT = 7003
+FLOOR_QUEUE = 4300
 MB = 1024 * 1024
 
 
@@ -30,8 +31,9 @@ class Bench:
         self.topo = topo
         self.quick = quick
         self.rackds = {}
+        self.floors = []
         self.servers = []
-        for tool in ("rr", "connbench"):
+        for tool in ("rr", "connbench", "nfqfloor"):
             if not (BUILD / tool).exists():
                 raise SystemExit(f"{BUILD / tool} missing: make bench-tools")
 
@@ -49,6 +51,20 @@ class Bench:
         for rackd in self.rackds.values():
             rackd.stop(timeout=15)
         self.rackds = {}
+        testbed.terminate(self.floors)
+        self.floors = []
+
+    def floor(self, hosts=("a", "b")):
+        """nfqfloor (no rackd) on exactly hosts: every SYN and SYN-ACK
+        through NFQUEUE and straight back (bench/tools/nfqfloor.c)."""
+        self.plain()
+        for h in hosts:
+            proc = self.topo.ns(h).popen([str(BUILD / "nfqfloor"),
+                                          str(FLOOR_QUEUE)])
+            self.floors.append(proc)
+            line = testbed.read_line(proc, 10, "nfqfloor")
+            if line != "READY":
+                raise testbed.TestbedError(f"nfqfloor in {h}: {line!r}")
 
     def close(self):
         self.plain()
@@ -139,10 +155,20 @@ def throughput(bench):
                     f"{'B->A' if reverse else 'A->B'}"
             rows.append(row(label, v["plain"], v["racks"], ">= 0.97",
                             lambda ratio, r: ratio >= 0.97))
+    # The same measurement with plain TCP on both sides: how far from 1.00
+    # the ratio of two identical configurations lands on this machine.
     bench.plain()
+    v = bench.alternate(runs, ["plain", "again"], lambda mode: _iperf(
+        bench, "plain", secs, 1, False, failures))
+    rows.append(row("control: plain against plain, 1 flow, A->B (plain "
+                    "again in the racks column)", v["plain"], v["again"]))
     return {"name": "throughput", "title": "Bulk throughput (iperf3, "
             f"{secs} s streams)", "unit": "Gb/s", "runs": runs, "rows": rows,
-            "notes": [f"retried: {f}" for f in failures]}
+            "notes": [f"retried: {f}" for f in failures] + [
+                "The control row compares plain TCP with itself: its "
+                "distance from 1.00 is the noise of this machine, the "
+                "margin within which a racks ratio cannot be told from "
+                "1.00."]}
 
 
 # 2. request / response latency ---------------------------------------------
@@ -196,7 +222,7 @@ def connect(bench):
     topo.a.sysctls({"net.ipv4.tcp_tw_reuse": 1,
                     "net.ipv4.ip_local_port_range": "1024 65535"})
     bench.serve([str(BUILD / "connbench"), "server", str(CONN_PORT)])
-    modes = ["plain"] + list(COMBOS)
+    modes = ["plain"] + list(COMBOS) + ["floor"]
 
     def client(mode_count, kind):
         return bench.run_json(topo.a, [str(BUILD / "connbench"), "client",
@@ -206,12 +232,21 @@ def connect(bench):
     def measure(mode):
         if mode == "plain":
             bench.plain()
+        elif mode == "floor":
+            bench.floor()
         else:
             bench.racks(COMBOS[mode][0])
         return client(count, "latency")["p50_us"]
     v = bench.alternate(runs, modes, measure)
     rows = [row(f"{m} (connect p50)", v["plain"], v[m], COMBOS[m][1],
                 COMBOS[m][2], better="lower") for m in COMBOS]
+    # What any option exchange in the handshake through NFQUEUE costs:
+    # four trips through user space that do nothing (nfqfloor on A and B).
+    rows.append(row("NFQUEUE floor: 4 trips, accept only (connect p50)",
+                    v["plain"], v["floor"], better="lower"))
+    rows.append(row("racks <-> racks against that floor (floor in the plain "
+                    "column)", v["floor"], v["racks <-> racks"],
+                    better="lower"))
 
     def rate(mode):
         if mode == "plain":
@@ -224,8 +259,14 @@ def connect(bench):
                     r["racks"]))
     bench.plain()
     return {"name": "connect", "title": "Connection set-up (connect() until "
-            f"it returns; {count} per run)", "unit": "µs or /s", "runs": runs,
-            "rows": rows}
+            f"it returns; {count} per run, 2 ms apart)", "unit": "µs or /s",
+            "runs": runs, "rows": rows,
+            "notes": ["The floor row is the least a handshake carrying an "
+                      "option exchange through NFQUEUE can cost on this "
+                      "kernel: no rackd, each SYN and SYN-ACK makes its "
+                      "four trips through user space and is accepted "
+                      "unchanged. A goal below it is out of reach for any "
+                      "NFQUEUE design."]}
 
 
 # 4 and 5: failure detection and reconnection --------------------------------

@@ -79,3 +79,31 @@ def test_tools_measure_across_the_testbed(topo):
     bad = topo.a.run([str(tools / "rr"), "client", b4, "7009", "1", "10"],
                      check=False)
     assert bad.returncode == 1 and bad.stderr.strip()
+
+
+def test_nfqfloor_diverts_handshakes_and_leaves_no_trace(topo):
+    """The floor tool queues every SYN and SYN-ACK of A and accepts them:
+    connections still open, its counter moves, and SIGTERM removes its
+    table (bench/tools/nfqfloor.c)."""
+    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "bench-tools"],
+                   check=True, timeout=120)
+    tools = testbed.REPO / "build" / "bench"
+    floor = topo.a.popen([str(tools / "nfqfloor"), "4300"])
+    try:
+        assert testbed.read_line(floor, 10, "nfqfloor") == "READY"
+        assert "table inet racks_floor" in testbed.tables(topo.a)
+        server = topo.b.popen([str(tools / "connbench"), "server", "7002"])
+        assert testbed.read_line(server, 10, "connbench") == "READY"
+        out = topo.a.run([str(tools / "connbench"), "client",
+                          topo.addr["b"]["v4"], "7002", "20", "latency"])
+        assert json.loads(out.stdout)["count"] == 20
+        testbed.terminate([server])
+        listing = testbed.nft(topo.a, "list chain inet racks_floor divert")
+        # SYN out and SYN-ACK in for each of the 20 connections.
+        assert "packets 40 " in listing, listing
+    finally:
+        testbed.terminate([floor])
+    assert floor.returncode == 0, floor.stderr.read()
+    assert "table inet racks_floor" not in testbed.tables(topo.a)
+    bad = topo.a.run([str(tools / "nfqfloor"), "x"], check=False)
+    assert bad.returncode == 1 and "invalid queue number" in bad.stderr
