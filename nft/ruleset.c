@@ -19,7 +19,6 @@
 /* Before the usual mangle (-150) and filter (0) chains of other tables,
  * after conntrack (-200), so SYNs are seen as they leave and arrive. */
 #define RULESET_PRIORITY "-160"
-#define HELD_PRIORITY "-159"
 /* After defragmentation (-400), before splice_in (-300). */
 #define EDP_IN_PRIORITY "-350"
 
@@ -79,58 +78,26 @@ static void syn_chain(FILE *f, const struct config *cfg, const char *name,
 	fprintf(f, "\t}\n");
 }
 
-/* Divert segments of held flows from CHAIN; LOCAL / REMOTE say which of
- * the header's source ("s") and destination ("d") is the local end. */
-static void held_rules(FILE *f, const struct config *cfg, const char *chain,
-		       const char *local, const char *remote)
-{
-	for (int v6 = 0; v6 < 2; v6++)
-		fprintf(f, "add rule %s %s %s meta mark != 0x%08x ip%s %saddr . "
-			   "tcp %sport . ip%s %saddr . tcp %sport @held%c goto "
-			   "divert\n", RULESET_FAMILY, RULESET_TABLE, chain,
-			cfg->mark, v6 ? "6" : "", local, local, v6 ? "6" : "",
-			remote, remote, v6 ? '6' : '4');
-}
+#define ADD_RULE "add rule " RULESET_FAMILY " " RULESET_TABLE " "
 
 /*
- * The held-flow chains hold rules only while something is held: every TCP
- * segment of the host would otherwise pay two set lookups (measured: about
- * 1 us per round trip on veth). The chains themselves always exist and
- * are only flushed: unregistering a hook (deleting a base chain) makes
- * the kernel drop every packet waiting in the queue, handshakes included.
- */
-void ruleset_held_chains_write(FILE *f, const struct config *cfg, bool add)
-{
-	static const char *const chains[2] = { "held_out", "held_in" };
-
-	for (int i = 0; i < 2; i++) {
-		fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY,
-			RULESET_TABLE, chains[i]);
-		/* A held socket's segments are answered by rackd instead,
-		 * and, while it resumes, the peer's segments to it are
-		 * looked at. */
-		if (add)
-			held_rules(f, cfg, chains[i], i ? "d" : "s",
-				   i ? "s" : "d");
-	}
-}
-
-/*
- * The output and input chains. Every segment the host sends or receives
- * passes here, so a data segment must fail the first rule and meet no
- * other: the decisions are behind one test of the flags.
+ * The output and input base chains. Every segment the host sends or
+ * receives passes here, so a data segment must fail the first rule and
+ * meet no other while nothing is held: the handshake decisions are behind
+ * one test of the flags (output_syn, input_ctl).
  *
  * Out: every SYN (racks offers itself on it); a SYN-ACK only when it
  * answers a racks client (offerset.h), so that a plain client's handshake
  * with this host never leaves the kernel.
+ * In: every SYN-ACK (a SYN we offered racks on is answered by it, or not);
+ * a SYN only when it carries racks' option (RFC 6994 ExID at option offset
+ * 2): a plain client's SYN is none of rackd's business. With probes
+ * answered, the SYN and FIN of a classic EDP probe too.
  */
-static void output_chains(FILE *f, const struct config *cfg)
+static void handshake_chains(FILE *f, const struct config *cfg)
 {
 	fprintf(f, "\tchain output {\n\t\ttype filter hook output priority "
-		   "%s; policy accept;\n", RULESET_PRIORITY);
-	fprintf(f, "\t\ttcp flags & (fin | syn | rst) == syn meta mark != "
-		   "0x%08x meta oiftype != loopback jump output_syn\n\t}\n",
-		cfg->mark);
+		   "%s; policy accept;\n\t}\n", RULESET_PRIORITY);
 	fprintf(f, "\tchain output_syn {\n");
 	fprintf(f, "\t\ttcp flags & ack == 0 goto syn_out\n");
 	for (int v6 = 0; v6 < 2; v6++)
@@ -138,20 +105,9 @@ static void output_chains(FILE *f, const struct config *cfg)
 			   "tcp dport @offered%c goto divert\n",
 			v6 ? "6" : "", v6 ? "6" : "", v6 ? '6' : '4');
 	fprintf(f, "\t}\n");
-}
 
-/*
- * In: every SYN-ACK (a SYN we offered racks on is answered by it, or not);
- * a SYN only when it carries racks' option (RFC 6994 ExID at option offset
- * 2): a plain client's SYN is none of rackd's business. With probes
- * answered, the SYN and FIN of a classic EDP probe too.
- */
-static void input_chains(FILE *f, const struct config *cfg)
-{
 	fprintf(f, "\tchain input {\n\t\ttype filter hook input priority "
-		   "%s; policy accept;\n", RULESET_PRIORITY);
-	fprintf(f, "\t\ttcp flags & (fin | syn | rst) != 0 meta iiftype != "
-		   "loopback jump input_ctl\n\t}\n");
+		   "%s; policy accept;\n\t}\n", RULESET_PRIORITY);
 	fprintf(f, "\tchain input_ctl {\n");
 	fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn | ack "
 		   "meta mark != 0x%08x jump syn_in\n", cfg->mark);
@@ -169,6 +125,48 @@ static void input_chains(FILE *f, const struct config *cfg)
 			EDP_PROBE_DSCP, cfg->mark, v6 ? "6" : "",
 			EDP_PROBE_DSCP);
 	fprintf(f, "\t}\n");
+}
+
+/* Divert segments of held flows from CHAIN; LOCAL / REMOTE say which of
+ * the header's source ("s") and destination ("d") is the local end. */
+static void held_rules(FILE *f, const struct config *cfg, const char *chain,
+		       const char *local, const char *remote)
+{
+	for (int v6 = 0; v6 < 2; v6++)
+		fprintf(f, ADD_RULE "%s meta mark != 0x%08x ip%s %saddr . "
+			   "tcp %sport . ip%s %saddr . tcp %sport @held%c goto "
+			   "divert\n", chain, cfg->mark, v6 ? "6" : "", local,
+			local, v6 ? "6" : "", remote, remote,
+			v6 ? '6' : '4');
+}
+
+/*
+ * The rules of the output and input base chains, rewritten whole (flush,
+ * then add, in the caller's transaction): with HELD, the rules that
+ * divert the segments of held flows follow the handshake rules. They are
+ * there only while something is held, or every segment of the host would
+ * pay two set lookups (about 1 us per round trip on veth). They share the
+ * handshake chains rather than having base chains of their own, because
+ * every base chain costs every packet a hook call even when empty (about
+ * 1% of a request/response round trip each, measured), and base chains
+ * cannot come and go: unregistering a hook makes the kernel drop every
+ * packet waiting in the queue, handshakes included.
+ */
+void ruleset_base_chains_write(FILE *f, const struct config *cfg, bool held)
+{
+	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
+	fprintf(f, ADD_RULE "output tcp flags & (fin | syn | rst) == syn meta "
+		   "mark != 0x%08x meta oiftype != loopback jump output_syn\n",
+		cfg->mark);
+	/* A held socket's segments are answered by rackd instead. */
+	if (held)
+		held_rules(f, cfg, "output", "s", "d");
+	fprintf(f, "flush chain %s %s input\n", RULESET_FAMILY, RULESET_TABLE);
+	fprintf(f, ADD_RULE "input tcp flags & (fin | syn | rst) != 0 meta "
+		   "iiftype != loopback jump input_ctl\n");
+	/* While it resumes, the peer's segments to it are looked at. */
+	if (held)
+		held_rules(f, cfg, "input", "d", "s");
 }
 
 /*
@@ -237,16 +235,11 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	syn_chain(f, cfg, "syn_in", "saddr");
 	if (cfg->answer_probes)
 		probe_chain(f, cfg);
-	output_chains(f, cfg);
-	input_chains(f, cfg);
+	handshake_chains(f, cfg);
 	edp_chain(f);
-	/* Empty until something is held (just after output and input). */
-	fprintf(f, "\tchain held_out {\n\t\ttype filter hook output priority "
-		   "%s; policy accept;\n\t}\n", HELD_PRIORITY);
-	fprintf(f, "\tchain held_in {\n\t\ttype filter hook input priority "
-		   "%s; policy accept;\n\t}\n", HELD_PRIORITY);
 	splicemap_chains(f);
 	fprintf(f, "}\n");
+	ruleset_base_chains_write(f, cfg, false);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
 	return buf;
@@ -425,10 +418,10 @@ int ruleset_held(const struct config *cfg, struct conn *const *conns,
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
 	if (chains && add)
-		ruleset_held_chains_write(f, cfg, true);
+		ruleset_base_chains_write(f, cfg, true);
 	ruleset_held_write(f, conns, n, add);
 	if (chains && !add)
-		ruleset_held_chains_write(f, cfg, false);
+		ruleset_base_chains_write(f, cfg, false);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

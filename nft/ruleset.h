@@ -50,7 +50,9 @@ int ruleset_held(const struct config *cfg, struct conn *const *conns,
 		 unsigned n, bool add, bool chains, char *err, size_t errlen);
 void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
 			bool add);
-void ruleset_held_chains_write(FILE *f, const struct config *cfg, bool add);
+/* Rewrite the output and input base chains; with HELD, with the rules
+ * that divert held flows. */
+void ruleset_base_chains_write(FILE *f, const struct config *cfg, bool held);
 
 /* Run an nft SCRIPT (element updates) as one transaction; on failure err
  * holds its first error line. */

@@ -130,7 +130,7 @@ static char *state_script(struct rackd *d, const struct config *cfg)
 		if (c->hold)
 			held[n++] = c;
 	if (n)
-		ruleset_held_chains_write(f, cfg, true);
+		ruleset_base_chains_write(f, cfg, true);
 	ruleset_held_write(f, held, (unsigned)n, true);
 	splice_write_state(d, f);
 	free(held);

@@ -135,7 +135,7 @@ def test_end_moves_during_a_cut(topo, family, mover):
                  and c["tcp_state"] not in ("time-wait", "close")]
         assert rackd.status()["spliced"] == len(moved)
         assert has_rules(rackd.ns, "splice_out") == bool(moved)
-        assert not has_rules(rackd.ns, "held_out")
+        assert not has_rules(rackd.ns, "output")
     print(f"\n{family}: {mover} moved {old} -> {new} during a cut: "
           f"connected {reconnected:.2f} s after the restore")
 

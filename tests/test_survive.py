@@ -58,7 +58,7 @@ def bulk_through_cut(topo, ra, rb, family, mode, cut_seconds, size=24 * MB):
         wait_all(rackd, "suspended", 5)
     detected = time.monotonic() - t_cut
     for ns in (topo.a, topo.b):       # added with the first hold
-        assert "@held4" in testbed.nft(ns, "list chain inet racks held_out")
+        assert "@held4" in testbed.nft(ns, "list chain inet racks output")
     time.sleep(cut_seconds - detected)
     assert states(ra) == states(rb) == ["suspended"]
     restore(topo, mode)
@@ -96,7 +96,7 @@ def test_link_cut_during_a_transfer_is_survived(topo, family, mode):
         assert rb.status()["link_suspensions"] == 1
     # The held-flow rules went with the last hold.
     for ns in (topo.a, topo.b):
-        assert "@held4" not in testbed.nft(ns, "list chain inet racks held_out")
+        assert "@held4" not in testbed.nft(ns, "list chain inet racks output")
 
 
 @pytest.mark.slow
