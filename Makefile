@@ -1,6 +1,6 @@
 # racks: hand-written Makefile. `make` builds build/rackd and build/rackctl.
 # Variables meant to be overridden: PREFIX DESTDIR SBINDIR MANDIR SYSCONFDIR
-# SYSTEMDUNITDIR CC CFLAGS LDFLAGS V=1 (show commands).
+# SYSTEMDUNITDIR DEB_DIR CC CFLAGS LDFLAGS V=1 (show commands).
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -45,7 +45,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
 .PHONY: all deps install uninstall clean check check-unit check-integration \
-	check-slow asan fuzz demo bench-tools bench
+	check-slow asan fuzz demo bench-tools bench deb
 all: $(BUILD)/rackd $(BUILD)/rackctl
 
 deps:
@@ -121,17 +121,46 @@ check-slow: deps all asan
 demo: deps all
 	$(Q)$(PYTHON) tests/demo.py
 
+# The unit's ExecStart and ExecReload follow SBINDIR. An existing
+# racks.conf is the administrator's: never overwritten, and removed by
+# uninstall only while it is still the default one. (rackckpt and its man
+# page, checkpoint/, a later issue, are to be installed here too.)
+RACKS_CONF := $(DESTDIR)$(SYSCONFDIR)/racks/racks.conf
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(MANDIR)/man5
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(SYSTEMDUNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/racks
 	install -m 0755 $(BUILD)/rackd $(BUILD)/rackctl $(DESTDIR)$(SBINDIR)/
 	install -m 0644 man/rackd.8 man/rackctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/racks.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	sed 's|/usr/sbin/|$(SBINDIR)/|g' packaging/rackd.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/rackd.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/rackd.service
+	[ -e $(RACKS_CONF) ] || install -m 0644 packaging/racks.conf $(RACKS_CONF)
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rackd $(DESTDIR)$(SBINDIR)/rackctl \
 		$(DESTDIR)$(MANDIR)/man8/rackd.8 $(DESTDIR)$(MANDIR)/man8/rackctl.8 \
-		$(DESTDIR)$(MANDIR)/man5/racks.conf.5
+		$(DESTDIR)$(MANDIR)/man5/racks.conf.5 \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/rackd.service
+	! cmp -s packaging/racks.conf $(RACKS_CONF) || rm -f $(RACKS_CONF)
+
+# make deb: the Debian package, built by dpkg-buildpackage in a copy of the
+# tree (build/deb/racks, with packaging/debian as debian/) so that nothing
+# lands among the sources, then checked by lintian. The .deb, .changes and
+# .buildinfo end up in build/deb/ (or DEB_DIR).
+DEB_DIR ?= $(BUILD)/deb
+deb: deps
+	$(Q)rm -rf $(DEB_DIR)/racks $(DEB_DIR)/*.deb $(DEB_DIR)/*.changes \
+		$(DEB_DIR)/*.buildinfo
+	$(Q)mkdir -p $(DEB_DIR)/racks
+	$(Q)tar -c --exclude-vcs --exclude=./build --exclude=./bench/results \
+		-f - . | tar -x -C $(DEB_DIR)/racks
+	$(Q)cp -r packaging/debian $(DEB_DIR)/racks/debian
+	$(Q)cd $(DEB_DIR)/racks && dpkg-buildpackage -us -uc -b > ../build.log 2>&1 \
+		|| { tail -40 ../build.log; echo "deb: failed, see $(DEB_DIR)/build.log"; exit 1; }
+	$(Q)lintian --fail-on error $(DEB_DIR)/*.changes
+	$(Q)ls $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf $(BUILD)

@@ -14,9 +14,14 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 TEST_PKGS="nftables iproute2 procps kmod python3 python3-pytest python3-scapy
 	iperf3 tcpdump clang mandoc openssh-server openssh-client
 	python3-matplotlib"
+# make deb: dpkg-dev (dpkg-buildpackage), debhelper (dh, dh_installsystemd),
+# fakeroot (root-owned files without root), lintian (checks the package);
+# systemd: systemd-analyze verifies packaging/rackd.service; strace: the
+# test that rackd's system calls and sockets pass the unit's filters.
+PKG_PKGS="dpkg-dev debhelper fakeroot lintian systemd strace"
 
 missing=""
-for p in $BUILD_PKGS $TEST_PKGS; do
+for p in $BUILD_PKGS $TEST_PKGS $PKG_PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
 		missing="$missing $p"
 	fi

@@ -17,6 +17,7 @@ struct loop_source {
 	int fd;
 	loop_fn fn;
 	void *arg;
+	uint64_t dispatches;	/* times fn ran: progress seen by the watchdog */
 	bool dead;		/* removed; freed after the current batch */
 	struct loop_source *next_dead;
 };
@@ -155,6 +156,13 @@ void loop_del(struct loop *loop, int fd)
 	loop->dead = s;
 }
 
+uint64_t loop_dispatches(const struct loop *loop, int fd)
+{
+	if (fd < 0 || (size_t)fd >= loop->nsources || !loop->sources[fd])
+		return 0;
+	return loop->sources[fd]->dispatches;
+}
+
 void loop_timer_arm(struct loop *loop, struct timer *t, uint64_t delay_ms)
 {
 	timer_heap_arm(&loop->timers, t, loop_now() + delay_ms);
@@ -206,8 +214,10 @@ int loop_run(struct loop *loop)
 		for (int i = 0; i < n; i++) {
 			struct loop_source *s = events[i].data.ptr;
 
-			if (!s->dead)
+			if (!s->dead) {
+				s->dispatches++;
 				s->fn(s->arg, events[i].events);
+			}
 		}
 		loop_reap(loop);
 	}

@@ -22,6 +22,8 @@ int loop_add(struct loop *loop, int fd, uint32_t events, loop_fn fn,
 int loop_mod(struct loop *loop, int fd, uint32_t events);
 /* Safe to call from any callback, also for the fd being dispatched. */
 void loop_del(struct loop *loop, int fd);
+/* How many times FD's callback has run (0 for an unknown fd). */
+uint64_t loop_dispatches(const struct loop *loop, int fd);
 
 /* Monotonic clock in milliseconds. */
 uint64_t loop_now(void);

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "offerset.h"
 #include "loop.h"
+#include "notify.h"
 #include "queue.h"
 #include "rackd.h"
 #include "rtnl.h"
@@ -149,7 +150,15 @@ static enum queue_mode reload_mode(const struct rackd *d,
 						      : QUEUE_MODE_XT;
 }
 
-int rackd_reload(struct rackd *d, char *err, size_t errlen)
+/* The line `systemctl status` shows. */
+static const char *status_line(const struct rackd *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "queue %u (%s), connections: %zu", d->cfg->queue_num,
+		 ruleset_queue_name(d->queue_mode), d->conns.count);
+	return buf;
+}
+
+static int reload(struct rackd *d, char *err, size_t errlen)
 {
 	struct config *cfg;
 	enum ruleset_queue used;
@@ -201,6 +210,18 @@ int rackd_reload(struct rackd *d, char *err, size_t errlen)
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
 	return 0;
+}
+
+/* The service manager sees every reload begin and end, refused or not. */
+int rackd_reload(struct rackd *d, char *err, size_t errlen)
+{
+	char status[128];
+	int ret;
+
+	notify_reloading();
+	ret = reload(d, err, errlen);
+	notify_ready(status_line(d, status, sizeof(status)));
+	return ret;
 }
 
 static void on_signal(void *arg, uint32_t events)
@@ -267,8 +288,10 @@ static void on_addr(void *arg, const struct rtnl_addr_event *ev)
 static void on_sweep(struct timer *t, void *arg)
 {
 	struct rackd *d = arg;
+	char status[128];
 
 	track_sweep(d);
+	notify_status(status_line(d, status, sizeof(status)));
 	loop_timer_arm(d->loop, t, d->cfg->sweep_interval_ms);
 }
 
@@ -420,6 +443,7 @@ static void stop(struct rackd *d)
 {
 	char err[256];
 
+	notify_stopping();
 	if (d->table_installed && ruleset_remove(err, sizeof(err)))
 		log_warnx("removing table inet %s: %s", RULESET_TABLE, err);
 	ctl_close(d->ctl);
@@ -453,6 +477,8 @@ int main(int argc, char **argv)
 {
 	struct options o = { 0 };
 	struct rackd d = { 0 };
+	struct notify_watchdog *wd;
+	char status[128];
 	int ret;
 
 	parse_options(argc, argv, &o);
@@ -480,9 +506,13 @@ int main(int argc, char **argv)
 		log_init("rackd", false, log_debug_enabled());
 		detach_finish(report_fd);
 	}
+	/* Ruleset and queue are up: a service manager may count on us. */
+	notify_ready(status_line(&d, status, sizeof(status)));
+	wd = notify_watchdog_new(d.loop, queue_fd(d.queue));
 	ret = loop_run(d.loop);
 	if (ret)
 		log_warnx("event loop: %s", strerror(-ret));
+	notify_watchdog_free(wd);
 	stop(&d);
 	return ret ? 1 : 0;
 }
