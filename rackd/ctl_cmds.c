@@ -106,6 +106,11 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "splice_errors", d->splice.errors);
 	put_u64(out, "addresses_kept", d->local.keeps);
 	put_u64(out, "address_keep_errors", d->local.keep_errors);
+	put_u64(out, "state_restored", d->state.restored);
+	put_u64(out, "state_gone", d->state.skipped);
+	put_u64(out, "state_load_failed", d->state.load_failed);
+	put_u64(out, "state_writes", d->state.writes);
+	put_u64(out, "state_write_errors", d->state.write_errors);
 }
 
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,

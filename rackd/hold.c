@@ -14,6 +14,7 @@
 #include "rewrite.h"
 #include "rackd.h"
 #include "sockdiag.h"
+#include "state.h"
 
 #define TCP_OPT_NOP 1
 #define TCP_OPT_TS_LEN 10
@@ -107,29 +108,52 @@ static int held_sets(struct rackd *d, struct conn *const *conns, unsigned n,
 	return ret;
 }
 
+/* C held from now on, in memory; the caller puts it in the held sets. */
+static void hold_take(struct rackd *d, struct conn *c)
+{
+	c->hold = xcalloc(1, sizeof(*c->hold));
+	c->hold->since = loop_now();
+	hold_read_progress(c);
+	c->state = CONN_SUSPENDED;
+	c->state_since = c->hold->since;
+	c->suspensions++;
+	d->live.stats.suspensions++;
+	ctl_event(d->ctl, "suspend", c, NULL);
+	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
+}
+
 void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 {
 	char err[256];
 	unsigned held = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		struct conn *c = conns[i];
-
-		if (c->hold)
+		if (conns[i]->hold)
 			continue;
-		conns[held++] = c;	/* only these join the nft set */
-		c->hold = xcalloc(1, sizeof(*c->hold));
-		c->hold->since = loop_now();
-		hold_read_progress(c);
-		c->state = CONN_SUSPENDED;
-		c->state_since = c->hold->since;
-		c->suspensions++;
-		d->live.stats.suspensions++;
-		ctl_event(d->ctl, "suspend", c, NULL);
-		loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
+		conns[held++] = conns[i];	/* only these join the set */
+		hold_take(d, conns[i]);
 	}
 	if (held_sets(d, conns, held, true, err, sizeof(err)))
 		log_warnx("holding %u connection(s): %s", held, err);
+	if (held)
+		state_changed(d);
+}
+
+void hold_restore(struct rackd *d, struct conn *c, uint64_t held_ms)
+{
+	uint64_t now = loop_now();
+
+	if (c->hold)
+		return;
+	hold_take(d, c);
+	c->suspensions--;	/* the same suspension, taken over */
+	if (held_ms > now)
+		held_ms = now;
+	c->hold->since = c->state_since = now - held_ms;
+	/* max_suspend counts from the suspension, not from the restart. */
+	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms > held_ms ?
+		       d->cfg->max_suspend_ms - held_ms : 1);
+	d->live.held++;
 }
 
 void hold_free(struct rackd *d, struct conn *c)
@@ -207,6 +231,8 @@ static void finish_batch(struct rackd *d, struct conn **conns, unsigned n)
 		conns[i]->hold = NULL;
 		loop_timer_cancel(d->loop, &conns[i]->expiry);
 	}
+	if (n)
+		state_changed(d);
 }
 
 void hold_finish(struct rackd *d, struct conn *c)

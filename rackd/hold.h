@@ -36,6 +36,9 @@ struct rackd;
 
 /* Suspend connections: hold their sockets (one nft transaction). */
 void hold_begin(struct rackd *d, struct conn **conns, unsigned n);
+/* C, taken over suspended from a state file, held again (suspended for
+ * HELD_MS already); the caller's table transaction holds its set entry. */
+void hold_restore(struct rackd *d, struct conn *c, uint64_t held_ms);
 /* Resume them: release the hold and reopen the sockets' windows. */
 void hold_end(struct rackd *d, struct conn **conns, unsigned n);
 /* An outgoing segment of a held connection: answered, then dropped. */

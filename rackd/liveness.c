@@ -277,6 +277,17 @@ void live_attach(struct rackd *d, struct conn *c)
 	}
 }
 
+void live_restore(struct rackd *d, struct conn *c, bool suspended,
+		  uint64_t held_ms)
+{
+	struct live_peer *p = path_link(d, c, suspended);
+
+	if (suspended)
+		p->suspended = true;
+	if (p->suspended)
+		hold_restore(d, c, held_ms);
+}
+
 void live_detach(struct rackd *d, struct conn *c)
 {
 	if (c->hold) {

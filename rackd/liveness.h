@@ -76,6 +76,9 @@ struct rackd;
 void live_attach(struct rackd *d, struct conn *c);
 /* A connection goes away. */
 void live_detach(struct rackd *d, struct conn *c);
+/* C, from a state file, joins its path, suspended (for HELD_MS) or not. */
+void live_restore(struct rackd *d, struct conn *c, bool suspended,
+		  uint64_t held_ms);
 /* C's wire endpoints changed: it joins their path (created suspended or
  * not, as SUSPENDED says), which is returned. */
 struct live_peer *live_move(struct rackd *d, struct conn *c, bool suspended);

@@ -126,6 +126,21 @@ int local_keep(struct local_state *s, const struct addr *addr)
 	return ret == -EEXIST ? 0 : ret;
 }
 
+void local_adopt(struct local_state *s, const struct addr *addr)
+{
+	struct local_kept **pp = find(s, addr);
+	int ret;
+
+	if (*pp) {
+		(*pp)->refs++;
+		return;
+	}
+	/* Left on lo by the rackd before us, or gone: ours either way. */
+	ret = local_keep(s, addr);
+	if (ret == 0 && (pp = find(s, addr)) && *pp)
+		(*pp)->added = true;
+}
+
 static void drop(struct local_kept *k)
 {
 	char buf[ADDR_STRLEN];
@@ -160,6 +175,16 @@ bool local_is_kept(const struct local_state *s, const struct addr *addr)
 		if (addr_equal(&k->addr, addr))
 			return true;
 	return false;
+}
+
+void local_leave(struct local_state *s)
+{
+	while (s->kept) {
+		struct local_kept *k = s->kept;
+
+		s->kept = k->next;
+		free(k);
+	}
 }
 
 void local_free(struct local_state *s)

@@ -41,5 +41,12 @@ void local_unkeep(struct local_state *s, const struct addr *addr);
 bool local_is_kept(const struct local_state *s, const struct addr *addr);
 /* Remove every address we added (shutdown). */
 void local_free(struct local_state *s);
+/* ADDR is kept for a connection taken over from a state file: added if
+ * missing, and removed with its last connection even if a previous rackd
+ * added it. */
+void local_adopt(struct local_state *s, const struct addr *addr);
+/* Forget the kept addresses without removing them (handed over with the
+ * table to the next rackd). */
+void local_leave(struct local_state *s);
 
 #endif

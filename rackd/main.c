@@ -40,15 +40,18 @@ struct options {
 	bool debug;
 	const char *config_path;
 	const char *sock_path;
+	const char *state_path;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rackd [-fndV] [-c FILE] [-S PATH]\n"
+		"usage: rackd [-fndV] [-c FILE] [-S PATH] [-s PATH]\n"
 		"  -f       stay in the foreground, log to stderr\n"
 		"  -c FILE  configuration (default " CONFIG_DEFAULT_PATH ")\n"
 		"  -S PATH  control socket (default " RACKD_DEFAULT_SOCKET ")\n"
+		"  -s PATH  state file (default " STATE_DEFAULT_PATH "),\n"
+		"           none: no state kept across restarts\n"
 		"  -n       check the configuration, print it and exit\n"
 		"  -d       debug logging\n"
 		"  -V       print the version and exit\n");
@@ -60,8 +63,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 
 	o->config_path = CONFIG_DEFAULT_PATH;
 	o->sock_path = RACKD_DEFAULT_SOCKET;
+	o->state_path = STATE_DEFAULT_PATH;
 	opterr = 0;
-	while ((c = getopt(argc, argv, ":fc:S:ndVh")) != -1) {
+	while ((c = getopt(argc, argv, ":fc:S:s:ndVh")) != -1) {
 		switch (c) {
 		case 'f':
 			o->foreground = true;
@@ -71,6 +75,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'S':
 			o->sock_path = optarg;
+			break;
+		case 's':
+			o->state_path = strcmp(optarg, "none") ? optarg : NULL;
 			break;
 		case 'n':
 			o->check_only = true;
@@ -365,7 +372,7 @@ static void detach_finish(int report_fd)
 static void start(struct rackd *d)
 {
 	struct rtnl_handlers rh = { on_link, on_addr, d };
-	char err[512];
+	char err[512], *state;
 	bool replaced;
 	int ret;
 
@@ -418,8 +425,15 @@ static void start(struct rackd *d)
 	if (rtnl_dump_addresses(d->rtnl))
 		log_warn("rtnetlink: dumping addresses");
 
-	ret = ruleset_install(d->cfg, d->cfg->queue_mode, NULL, &d->queue_mode,
+	/* Connections of a previous rackd: their splices and holds go into
+	 * the new table's first transaction, which also replaces the old
+	 * table that kept rewriting and holding them meanwhile. */
+	state_init(d, d->state.path);
+	state_load(d);
+	state = d->conns.count ? state_script(d, d->cfg) : NULL;
+	ret = ruleset_install(d->cfg, d->cfg->queue_mode, state, &d->queue_mode,
 			      &replaced, err, sizeof(err));
+	free(state);
 	if (ret) {
 		ctl_close(d->ctl);
 		fatalx(ret == -ENOTSUP ? EXIT_KERNEL : 1, "ruleset: %s", err);
@@ -439,12 +453,33 @@ static void start(struct rackd *d)
 	d->started_mono = loop_now();
 }
 
+/*
+ * Spliced and held connections need the table while no rackd runs: their
+ * segments are rewritten and held there (the queue is bypassed). So with
+ * such connections written to the state file, the table stays for the
+ * next rackd, which takes it over; otherwise it goes.
+ */
+static bool hand_over(struct rackd *d)
+{
+	if (!d->state.path || state_write(d))
+		return false;
+	if (!d->splice.mapped && !d->live.held)
+		return false;
+	log_info("table inet %s left in place for %u spliced and %u held "
+		 "connection(s): the next rackd takes them over from %s",
+		 RULESET_TABLE, d->splice.mapped, d->live.held, d->state.path);
+	return true;
+}
+
 static void stop(struct rackd *d)
 {
 	char err[256];
+	bool handed_over;
 
 	notify_stopping();
-	if (d->table_installed && ruleset_remove(err, sizeof(err)))
+	handed_over = hand_over(d);
+	if (d->table_installed && !handed_over &&
+	    ruleset_remove(err, sizeof(err)))
 		log_warnx("removing table inet %s: %s", RULESET_TABLE, err);
 	ctl_close(d->ctl);
 	rtnl_close(d->rtnl);
@@ -465,8 +500,12 @@ static void stop(struct rackd *d)
 	keypool_wipe(&d->keys);
 	live_free(d);
 	reconnect_free(d);
-	/* Our sockets are gone with their connections' racks state. */
-	local_free(&d->local);
+	/* Kept addresses go with the table, or stay with it. */
+	if (handed_over)
+		local_leave(&d->local);
+	else
+		local_free(&d->local);
+	state_free(d);
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);
@@ -499,6 +538,7 @@ int main(int argc, char **argv)
 	d.config_path = o.config_path;
 	d.debug_option = o.debug;
 	d.sock_path = o.sock_path;
+	d.state.path = o.state_path;
 	int report_fd = o.foreground ? -1 : detach_begin();
 
 	start(&d);

@@ -19,6 +19,7 @@
 #include "local.h"
 #include "reconnect.h"
 #include "splice.h"
+#include "state.h"
 #include "option.h"
 #include "packet.h"
 #include "ruleset.h"
@@ -107,6 +108,7 @@ struct rackd {
 	struct reconnect_state reconnect;
 	struct splice_stats splice;
 	struct local_state local;
+	struct state_file state;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
 };
 

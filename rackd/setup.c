@@ -13,6 +13,7 @@
 #include "loop.h"
 #include "liveness.h"
 #include "rackd.h"
+#include "state.h"
 
 /* The window our messages advertise: the peer kernel only ever sees one
  * if the peer rackd is gone, and then a large window cannot stall it. */
@@ -173,6 +174,45 @@ static void setup_connected(struct rackd *d, struct conn *c)
 	ctl_event(d->ctl, "connected", c, NULL);
 	conn_index_edp(&d->conns, c, e->conn_id);
 	live_attach(d, c);
+	state_changed(d);
+}
+
+void setup_save(const struct conn *c, struct setup_saved *out)
+{
+	const struct conn_edp *e = c->edp;
+
+	out->conn_id = e->conn_id;
+	memcpy(out->key, e->key, sizeof(out->key));
+	out->t = e->t;
+	out->hb_out = e->hb_out;
+	out->hb_acked = e->hb_acked;
+	out->hb_in = e->hb_in;
+	out->rc_base = e->rc_base;
+}
+
+void setup_restore(struct rackd *d, struct conn *c,
+		   const struct setup_saved *k)
+{
+	struct conn_edp *e = xcalloc(1, sizeof(*e));
+
+	timer_init(&e->retry, setup_retry, c);
+	memcpy(e->key, k->key, sizeof(e->key));
+	e->t = k->t;
+	e->have_peer_key = e->keyed = true;
+	e->phase = SETUP_COMPLETE;
+	e->conn_id = k->conn_id;
+	edp_fingerprint(e->key, e->fingerprint);
+	e->hb_out = k->hb_out + STATE_COUNTER_MARGIN;
+	e->hb_acked = k->hb_acked;
+	e->hb_in = k->hb_in;
+	e->rc_base = k->rc_base;
+	e->started = loop_now();
+	c->edp = e;
+	c->peer = PEER_RACKS;
+	c->offered = true;
+	c->state = CONN_CONNECTED;
+	c->state_since = loop_now();
+	conn_index_edp(&d->conns, c, e->conn_id);
 }
 
 /* Store the peer's public key and derive K; false if it is refused. */

@@ -58,7 +58,23 @@ struct conn_edp {
 	uint64_t started;	/* monotonic ms */
 };
 
+/* What a managed connection's messages need, for the state file. */
+struct setup_saved {
+	uint64_t conn_id;
+	uint8_t key[EDP_SECRET_LEN];
+	struct edp_transcript t;
+	uint32_t hb_out, hb_acked, hb_in, rc_base;
+};
+
 struct rackd;
+
+/* C's keys and counters (C is managed: its set-up is complete). */
+void setup_save(const struct conn *c, struct setup_saved *out);
+/* A managed connection taken over from a state file: keyed, set up,
+ * indexed by its id; its outgoing counter jumps STATE_COUNTER_MARGIN
+ * ahead (the last ones sent may not have been written). */
+void setup_restore(struct rackd *d, struct conn *c,
+		   const struct setup_saved *k);
 
 /* Both ends offered racks: start set-up (the client sends KEY). */
 void setup_begin(struct rackd *d, struct conn *c);

@@ -10,6 +10,7 @@
 #include "rackd.h"
 #include "ruleset.h"
 #include "splicemap.h"
+#include "state.h"
 
 static void entry_of(const struct conn *c, bool installed,
 		     struct splicemap_entry *e)
@@ -97,6 +98,8 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		c->mapped_local = c->wire_local;
 		c->mapped_remote = c->wire_remote;
 	}
+	if (changed)
+		state_changed(d);
 	return ret;
 }
 

@@ -21,6 +21,7 @@
 #include "reconnect.h"
 #include "sockdiag.h"
 #include "splice.h"
+#include "state.h"
 
 /* Kernel TCP states (include/net/tcp_states.h) the sweep acts on. */
 #define TCP_STATE_TIME_WAIT 6
@@ -31,6 +32,8 @@ static uint8_t rewrite_buf[0xffff];
 
 void track_forget(struct rackd *d, struct conn *c)
 {
+	if (state_managed(c))
+		state_changed(d);
 	live_detach(d, c);
 	reconnect_forget(d, c);
 	splice_forget(d, c);
@@ -191,6 +194,17 @@ static struct conn *new_conn(struct rackd *d, const struct packet *p,
 	c->created_mono = c->state_since = loop_now();
 	d->stats.conns_total++;
 	conn_log(c, "handshake");
+	return c;
+}
+
+struct conn *track_restore(struct rackd *d, const struct endpoint *local,
+			   const struct endpoint *remote, enum conn_dir dir)
+{
+	struct conn *c = conn_insert(&d->conns, local, remote, dir);
+
+	timer_init(&c->expiry, track_expire, c);
+	c->created_mono = c->state_since = loop_now();
+	d->stats.conns_total++;
 	return c;
 }
 

@@ -22,4 +22,9 @@ void track_sweep_fresh(struct rackd *d);
 /* Release a connection's timers and free it. */
 void track_forget(struct rackd *d, struct conn *c);
 
+/* A connection of the state file, keyed by its socket's endpoints (its
+ * expiry timer ready): state.c fills in the rest. */
+struct conn *track_restore(struct rackd *d, const struct endpoint *local,
+			   const struct endpoint *remote, enum conn_dir dir);
+
 #endif

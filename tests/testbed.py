@@ -516,7 +516,9 @@ class Rackd:
     registered in ``ns.rackds``, so the topology's close() stops it too.
     Files live in a private temp dir: racks.conf (when config text is given;
     otherwise ``-c`` names the non-existent none.conf, meaning built-in
-    defaults), the control socket rackd.sock and rackd.log (stdout+stderr).
+    defaults), the control socket rackd.sock, the state file state (unless
+    args give -s) and rackd.log (stdout+stderr). stop() then start() is a
+    restart that takes the connections over.
     """
 
     def __init__(self, ns, config=None, args=(), binary=None, rackctl=None,
@@ -526,6 +528,9 @@ class Rackd:
         self.rackctl = rackctl or default_rackctl()
         self.dir = Path(tempfile.mkdtemp(prefix=f"rackd-{ns.name}-"))
         self.sock = self.dir / "rackd.sock"
+        # Its own state file: a restart of this Rackd (stop, start) takes
+        # its connections over, another Rackd knows nothing of them.
+        self.state = self.dir / "state"
         self.log_path = self.dir / "rackd.log"
         self.conf = self.dir / ("racks.conf" if config is not None else "none.conf")
         if config is not None:
@@ -554,7 +559,9 @@ class Rackd:
     def command(self):
         return [self.binary, "-f", *(["-d"] if self.debug else []),
                 "-c", str(self.conf),
-                "-S", str(self.sock), *self.args]
+                "-S", str(self.sock),
+                *([] if "-s" in self.args else ["-s", str(self.state)]),
+                *self.args]
 
     def start(self, timeout=10):
         """Start rackd and wait until ``rackctl status`` answers."""

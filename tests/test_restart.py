@@ -1,0 +1,195 @@
+"""rackd restarted under running connections: the state file.
+
+A rackd writes its managed connections (keys, counters, endpoints,
+suspension) to its state file; the next one, started with the same file,
+takes them over: connected ones stay managed (a later cut is survived),
+suspended ones are still reconnected, spliced ones keep their splice,
+whose table the stopped rackd left in place. A rackd killed or stopped
+hard leaves plain TCP running, and its successor replaces the old table.
+Bad state files and unwritable state directories are reported, and lose
+nothing else.
+
+Topology: the standard A -- R -- B (see testbed.py), rackd on A and B::
+
+    A (rackd, restarted) ---- R ---- B (rackd)
+"""
+
+import signal
+import time
+
+import racks
+import testbed
+from testbed import start_xfer_client, start_xfer_server
+
+MB = 1024 * 1024
+PORT = 5001
+FAST = "suspend_after = 1s\n"
+
+
+def transfer(topo, size, rate=4 * MB, timeout=120):
+    """A paced transfer both ways from A to B, set up and managed."""
+    server = start_xfer_server(topo.b, PORT, send=size, rate=rate,
+                               timeout=timeout)
+    client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, size,
+                               recv=True, rate=rate, announce=True,
+                               timeout=timeout)
+    client.connected()
+    return server, client
+
+
+def managed(rackd):
+    conns = racks.wait_states(rackd, "connected", remote_port=PORT)
+    assert len(conns) == 1
+    return rackd.ctl_json("show", str(conns[0]["id"]))
+
+
+def restart(rackd):
+    """TERM, then the same command line: the same state file."""
+    assert rackd.stop() == 0
+    rackd.start()
+
+
+def wait_state(rackd, state, timeout):
+    return racks.wait_states(rackd, state, timeout, remote_port=PORT)
+
+
+def test_restart_in_the_middle_of_a_transfer_keeps_it_managed(topo):
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    size = 24 * MB
+    server, client = transfer(topo, size)
+    before = managed(ra)
+    time.sleep(1)
+    restart(ra)
+    st = ra.status()
+    assert st["state_restored"] == 1 and st["state_load_failed"] == 0, st
+    after = managed(ra)
+    # The same connection, key and all: the fingerprint is the key's.
+    for field in ("local", "remote", "key_fingerprint"):
+        assert after[field] == before[field], (field, before, after)
+    assert racks.racks_tables(topo.a) == ["table inet racks"]
+    # Still managed, not merely listed: a cut is detected and survived.
+    topo.cut_silent("b")
+    wait_state(ra, "suspended", 5)
+    time.sleep(2)
+    topo.restore_silent("b")
+    wait_state(ra, "connected", 10)
+    racks.check_both_ways(server, client, size)
+    assert ra.status()["resumes"] >= 1 and rb.status()["resumes"] >= 1
+
+
+def test_restart_in_the_middle_of_a_suspension_still_reconnects(topo):
+    ra = topo.start_rackd("a", config=FAST)
+    topo.start_rackd("b", config=FAST)
+    size = 16 * MB
+    server, client = transfer(topo, size)
+    managed(ra)
+    time.sleep(1)
+    topo.cut_silent("b")
+    wait_state(ra, "suspended", 5)
+    restart(ra)
+    st = ra.status()
+    assert st["state_restored"] == 1, st
+    # Taken over suspended, its socket held again, and still so.
+    assert [c["state"] for c in ra.connections()] == ["suspended"]
+    assert "@held4" in testbed.nft(topo.a, "list chain inet racks output")
+    time.sleep(2)
+    assert [c["state"] for c in ra.connections()] == ["suspended"]
+    topo.restore_silent("b")
+    wait_state(ra, "connected", 10)
+    racks.check_both_ways(server, client, size)
+
+
+def test_spliced_connection_survives_a_restart_through_the_kept_table(topo):
+    ra = topo.start_rackd("a", config=FAST)
+    topo.start_rackd("b", config=FAST)
+    size = 24 * MB
+    server, client = transfer(topo, size)
+    managed(ra)
+    old = topo.cidr("a", "v4")
+    topo.move_to_new_subnet("a", "v4", keep_old=True)
+    topo.remove_address("a", "v4", old)
+    testbed.wait_until(lambda: ra.status()["spliced"] == 1, 10, "splice")
+    assert ra.stop() == 0
+    # While no rackd runs, the table keeps rewriting the spliced flow.
+    assert racks.racks_tables(topo.a) == ["table inet racks"]
+    assert "10.71." in testbed.nft(topo.a, "list map inet racks out4_laddr")
+    time.sleep(1)
+    ra.start()
+    st = ra.status()
+    assert st["state_restored"] == 1 and st["spliced"] == 1, st
+    conn = managed(ra)
+    assert conn["splice"] == "kernel" and conn["local_address_kept"], conn
+    racks.check_both_ways(server, client, size)
+
+
+def test_sigkill_and_sigstop_leave_plain_tcp_and_one_table(topo):
+    ra = topo.start_rackd("a", config=FAST)
+    topo.start_rackd("b", config=FAST)
+    size = 24 * MB
+    server, client = transfer(topo, size)
+    managed(ra)
+    time.sleep(0.5)
+    # Stopped: the connection's data never goes through the queue, so it
+    # keeps flowing (a handshake would wait: the watchdog's case).
+    ra.kill(signal.SIGSTOP)
+    time.sleep(0.5)
+    # The watchdog's remedy: kill it; the table stays, bypassed.
+    ra.kill(signal.SIGKILL)
+    ra.proc.wait(5)
+    assert racks.racks_tables(topo.a) == ["table inet racks"]
+    ra.start()
+    assert racks.racks_tables(topo.a) == ["table inet racks"]
+    assert ra.status()["state_restored"] == 1
+    racks.check_both_ways(server, client, size)
+
+
+def test_corrupt_or_truncated_state_file_is_reported_and_ignored(topo):
+    ra = topo.start_rackd("a")
+    topo.start_rackd("b")
+    server, client = transfer(topo, 4 * MB, rate=8 * MB)
+    managed(ra)
+    assert ra.stop() == 0
+    good = ra.state.read_text()
+    assert good.startswith("racks-state 1\nconn ") and \
+        good.endswith("end 1\n"), good
+    assert ra.state.stat().st_mode & 0o777 == 0o600
+    bad_cases = {
+        "truncated": good[:len(good) // 2],
+        "no end line": good[:good.index("end 1")],
+        "wrong count": good.replace("end 1", "end 2"),
+        "bad key": good.replace(" key=", " key=zz"),
+        "unknown field": good.replace(" dir=", " colour=blue dir="),
+        "not a state file": "hello\n",
+        "binary": "racks-state 1\n\0\0\0\n",
+    }
+    for what, text in bad_cases.items():
+        ra.state.write_text(text)
+        ra.start()
+        st = ra.status()
+        assert st["state_load_failed"] == 1 and st["state_restored"] == 0, \
+            (what, st)
+        assert "refused" in ra.log(), what
+        bad = ra.state.with_name("state.bad")
+        assert bad.read_text() == text, what
+        bad.unlink()
+        assert ra.stop() == 0
+    racks.check_both_ways(server, client, 4 * MB)
+
+
+def test_unwritable_state_directory_is_reported_and_nothing_else_changes(topo):
+    ra = topo.start_rackd("a", config=FAST,
+                          args=["-s", "/nonexistent-racks-dir/state"])
+    topo.start_rackd("b", config=FAST)
+    server, client = transfer(topo, 8 * MB)
+    managed(ra)
+    testbed.wait_until(lambda: ra.status()["state_write_errors"] >= 1, 5,
+                       "a failed state write")
+    log = ra.log()
+    assert log.count("cannot be written") == 1, log
+    # Managed as ever: a cut is survived.
+    topo.cut_silent("b")
+    wait_state(ra, "suspended", 5)
+    topo.restore_silent("b")
+    wait_state(ra, "connected", 10)
+    racks.check_both_ways(server, client, 8 * MB)
