@@ -20,6 +20,7 @@
 #include <sodium.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "ctl.h"
 #include "inject.h"
 #include "liveness.h"
@@ -542,6 +543,12 @@ int main(int argc, char **argv)
 	int report_fd = o.foreground ? -1 : detach_begin();
 
 	start(&d);
+	ret = caps_drop();
+	if (ret) {
+		stop(&d);
+		fatalx(1, "dropping capabilities: %s", strerror(-ret));
+	}
+	log_info("capabilities dropped but CAP_NET_ADMIN and CAP_NET_RAW");
 	if (report_fd >= 0) {
 		log_init("rackd", false, log_debug_enabled());
 		detach_finish(report_fd);

@@ -324,3 +324,73 @@ def test_daemon_mode_reports_start_up_failure_with_its_exit_code(topo, tmp_path)
     assert proc.returncode == 4, proc.stderr
     assert "CONFIG_NFT_QUEUE" in proc.stderr
     assert racks.racks_tables(topo.a) == []
+
+
+def proc_status(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
+def test_rackd_keeps_only_net_admin_and_net_raw_and_works(topo):
+    """After start-up, CAP_NET_ADMIN (bit 12) and CAP_NET_RAW (bit 13)
+    only, bounding set included, and no_new_privs; everything rackd does
+    later (set-up, a move with its kept address and splice, a reload, the
+    state file, shutdown) still works."""
+    ra = topo.start_rackd("a")
+    topo.start_rackd("b")
+    st = proc_status(ra.pid)
+    for key in ("CapEff", "CapPrm", "CapBnd"):
+        assert int(st[key], 16) == 0x3000, (key, st[key])
+    assert int(st["CapInh"], 16) == 0 and int(st["CapAmb"], 16) == 0
+    assert st["NoNewPrivs"] == "1"
+    assert "capabilities dropped" in ra.log()
+    size = 8 * 2**20
+    server = testbed.start_xfer_server(topo.b, 5001, send=size, rate=4 * 2**20)
+    client = testbed.start_xfer_client(topo.a, topo.addr["b"]["v4"], 5001,
+                                       size, recv=True, rate=4 * 2**20,
+                                       announce=True)
+    client.connected()
+    racks.wait_states(ra, "connected", remote_port=5001)
+    old = topo.cidr("a", "v4")
+    topo.move_to_new_subnet("a", "v4", keep_old=True)
+    topo.remove_address("a", "v4", old)
+    testbed.wait_until(lambda: ra.status()["spliced"] == 1, 10, "splice")
+    assert ra.status()["addresses_kept"] == 1
+    ra.ctl("reload")
+    racks.check_both_ways(server, client, size)
+    testbed.wait_until(lambda: ra.status()["state_writes"] >= 1, 5,
+                       "the state file to be written")
+    # Spliced connections would keep the table past rackd (state file):
+    # the transfer's, closed, is unspliced by the next sweep.
+    testbed.wait_until(lambda: ra.status()["spliced"] == 0, 10, "unsplice")
+    assert ra.stop() == 0
+    assert racks.racks_tables(topo.a) == []
+
+
+def test_non_root_clients_get_read_only_commands(topo):
+    """The control socket answers anyone for status, list, show and
+    events; reload and peer need root (SO_PEERCRED)."""
+    rackd = testbed.Rackd(topo.a)
+    # A directory every user may enter, as /run/racks is.
+    rackd.dir.chmod(0o755)
+    rackd.start()
+
+    def as_nobody(*args):
+        return subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             testbed.default_rackctl(), "-S", str(rackd.sock), *args],
+            capture_output=True, text=True, timeout=10)
+
+    for args in (["status"], ["list"]):
+        proc = as_nobody(*args)
+        assert proc.returncode == 0, (args, proc.stderr)
+    for args in (["reload"], ["peer", "1", "10.1.2.3"]):
+        proc = as_nobody(*args)
+        assert proc.returncode == 1, (args, proc.stdout)
+        assert f"'{args[0]}' needs root" in proc.stderr, proc.stderr
+    rackd.ctl("reload")     # root may
+    assert rackd.stop() == 0
