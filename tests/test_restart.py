@@ -26,6 +26,12 @@ PORT = 5001
 FAST = "suspend_after = 1s\n"
 
 
+CONNECT = """
+import socket, sys
+socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()
+"""
+
+
 def transfer(topo, size, rate=4 * MB, timeout=120):
     """A paced transfer both ways from A to B, set up and managed."""
     server = start_xfer_server(topo.b, PORT, send=size, rate=rate,
@@ -131,12 +137,20 @@ def test_sigkill_and_sigstop_leave_plain_tcp_and_one_table(topo):
     managed(ra)
     time.sleep(0.5)
     # Stopped: the connection's data never goes through the queue, so it
-    # keeps flowing (a handshake would wait: the watchdog's case).
+    # keeps flowing; but a new handshake waits in the queue, which
+    # fail-open does not release (the queue is far from full).
     ra.kill(signal.SIGSTOP)
-    time.sleep(0.5)
-    # The watchdog's remedy: kill it; the table stays, bypassed.
+    late = start_xfer_server(topo.b, PORT + 1)
+    connecting = topo.a.popen([testbed.PYTHON, "-c", CONNECT,
+                               topo.addr["b"]["v4"], str(PORT + 1)])
+    time.sleep(1.5)
+    assert connecting.poll() is None, "a handshake passed a stopped rackd"
+    # The watchdog's remedy: kill it. The table stays, its queue bypassed:
+    # the SYN's retransmission passes as plain TCP.
     ra.kill(signal.SIGKILL)
     ra.proc.wait(5)
+    assert connecting.wait(10) == 0, connecting.stderr.read()
+    testbed.terminate([late.proc])
     assert racks.racks_tables(topo.a) == ["table inet racks"]
     ra.start()
     assert racks.racks_tables(topo.a) == ["table inet racks"]
