@@ -185,7 +185,7 @@ FAKE_RACKD = '''\
 import argparse, json, os, signal, socket, sys
 p = argparse.ArgumentParser()
 p.add_argument("-f", action="store_true"); p.add_argument("-d", action="store_true")
-p.add_argument("-c"); p.add_argument("-S")
+p.add_argument("-c"); p.add_argument("-S"); p.add_argument("-s")
 a = p.parse_args()
 conf = open(a.c).read() if os.path.exists(a.c) else ""
 if "fail" in conf:
