@@ -19,8 +19,8 @@
 /* Before the usual mangle (-150) and filter (0) chains of other tables,
  * after conntrack (-200), so SYNs are seen as they leave and arrive. */
 #define RULESET_PRIORITY "-160"
-/* After defragmentation (-400), before splice_in (-300). */
-#define EDP_IN_PRIORITY "-350"
+/* After defragmentation (-400), before conntrack (-200). */
+#define PREROUTING_PRIORITY "-350"
 
 struct script {
 	char *buf;
@@ -170,20 +170,25 @@ void ruleset_base_chains_write(FILE *f, const struct config *cfg, bool held)
 }
 
 /*
- * The peer rackd's messages: racks' option on a segment without SYN (RFC
- * 6994 ExID at option offset 2). Taken before splice_in rewrites them, so
- * that a reconnection shows the endpoints it really came from.
+ * The prerouting chain: first the peer rackd's messages, racks' option on
+ * a segment without SYN (RFC 6994 ExID at option offset 2), taken before
+ * the splicing rules that follow rewrite them, so that a reconnection
+ * shows the endpoints it really came from; then, while some connection is
+ * spliced, those rules (splicemap.h). One chain rather than two, because
+ * every base chain costs every packet of the host a hook call. A message
+ * rackd passes on, rather than consumes, comes back with NF_REPEAT and
+ * rackd's mark, which this rule lets by, so that it is rewritten too.
  */
-static void edp_chain(FILE *f)
+void ruleset_prerouting_write(FILE *f, const struct config *cfg)
 {
-	fprintf(f, "\tchain edp_in {\n\t\ttype filter hook prerouting "
-		   "priority %s; policy accept;\n", EDP_IN_PRIORITY);
+	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
+		RULESET_PREROUTING);
 	/* A racks message has a data offset of 11 (44 bytes) or more; an
 	 * ordinary segment, with timestamps, has 8: the cheap test first. */
-	fprintf(f, "\t\ttcp flags & syn == 0 tcp doff > 10 tcp option "
-		   "@%d,16,16 0x%04x meta iiftype != loopback goto divert\n",
-		EDP_OPT_KIND, EDP_EXID);
-	fprintf(f, "\t}\n");
+	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & syn == 0 tcp doff "
+		   "> 10 tcp option @%d,16,16 0x%04x meta mark != 0x%08x meta "
+		   "iiftype != loopback goto divert\n", EDP_OPT_KIND, EDP_EXID,
+		cfg->mark);
 }
 
 /* Probes are answered on the server ports rackd considers. */
@@ -236,10 +241,13 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	if (cfg->answer_probes)
 		probe_chain(f, cfg);
 	handshake_chains(f, cfg);
-	edp_chain(f);
+	fprintf(f, "\tchain %s {\n\t\ttype filter hook prerouting priority "
+		   "%s; policy accept;\n\t}\n", RULESET_PREROUTING,
+		PREROUTING_PRIORITY);
 	splicemap_chains(f);
 	fprintf(f, "}\n");
 	ruleset_base_chains_write(f, cfg, false);
+	splicemap_chains_write(f, cfg, false);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
 	return buf;

@@ -19,6 +19,7 @@
 
 #define RULESET_TABLE "racks"
 #define RULESET_FAMILY "inet"
+#define RULESET_PREROUTING "prerouting"
 
 enum ruleset_queue {
 	RULESET_QUEUE_NATIVE,
@@ -53,6 +54,10 @@ void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
 /* Rewrite the output and input base chains; with HELD, with the rules
  * that divert held flows. */
 void ruleset_base_chains_write(FILE *f, const struct config *cfg, bool held);
+
+/* Rewrite the prerouting chain with its first rule (racks' messages);
+ * splicemap_chains_write() appends the splicing rules. */
+void ruleset_prerouting_write(FILE *f, const struct config *cfg);
 
 /* Run an nft SCRIPT (element updates) as one transaction; on failure err
  * holds its first error line. */

@@ -6,10 +6,10 @@
 #include "ruleset.h"
 
 /* After rackd's own chains at -160 (they must see the socket's tuple of
- * outgoing segments) and before conntrack (-200) on the way in, so that
- * conntrack only ever sees the socket's tuple in both directions. */
+ * outgoing segments). The incoming rules are in ruleset.c's prerouting
+ * chain, before conntrack (-200), so that conntrack only ever sees the
+ * socket's tuple in both directions. */
 #define SPLICE_OUT_PRIORITY "-150"
-#define SPLICE_IN_PRIORITY "-300"
 
 static const char *const step_names[2][3] = {
 	{ "out%c_rport", "out%c_raddr", "out%c_laddr" },
@@ -60,22 +60,24 @@ void splicemap_chains(FILE *f)
 	/* A route chain outgoing: a new destination needs a new route. */
 	fprintf(f, "\tchain splice_out {\n\t\ttype route hook output priority "
 		   SPLICE_OUT_PRIORITY "; policy accept;\n\t}\n");
-	fprintf(f, "\tchain splice_in {\n\t\ttype filter hook prerouting "
-		   "priority " SPLICE_IN_PRIORITY "; policy accept;\n\t}\n");
 }
 
-void splicemap_chains_write(FILE *f, bool add)
+void splicemap_chains_write(FILE *f, const struct config *cfg, bool add)
 {
-	static const char *const name[2] = { "splice_out", "splice_in" };
-
-	for (int dir = 0; dir < 2; dir++) {
-		fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY,
-			RULESET_TABLE, name[dir]);
-		for (int v6 = 0; add && v6 < 2; v6++) {
-			fprintf(f, "add rule %s %s %s", RULESET_FAMILY,
-				RULESET_TABLE, name[dir]);
-			rule(f, dir, v6);
-		}
+	fprintf(f, "flush chain %s %s splice_out\n", RULESET_FAMILY,
+		RULESET_TABLE);
+	for (int v6 = 0; add && v6 < 2; v6++) {
+		fprintf(f, "add rule %s %s splice_out", RULESET_FAMILY,
+			RULESET_TABLE);
+		rule(f, 0, v6);
+	}
+	/* Incoming: after the rule that takes racks' messages, which must
+	 * see where they really came from. */
+	ruleset_prerouting_write(f, cfg);
+	for (int v6 = 0; add && v6 < 2; v6++) {
+		fprintf(f, "add rule %s %s %s", RULESET_FAMILY, RULESET_TABLE,
+			RULESET_PREROUTING);
+		rule(f, 1, v6);
 	}
 }
 

@@ -34,17 +34,20 @@ struct splicemap_entry {
 
 /* The maps' declarations, for the table script (both families). */
 void splicemap_declare(FILE *f);
-/* The two rewriting chains, hook output and prerouting, empty: for the
+/* The outgoing rewriting chain (route, hook output), empty: for the
  * table script. */
 void splicemap_chains(FILE *f);
 /*
- * Fill (ADD) or empty the rewriting chains: they hold rules only while some
- * connection is spliced, since their first lookup would otherwise cost
- * every TCP segment of the host (measured: about 0.8 us per round trip on
- * veth). They are flushed, never deleted: unregistering a hook makes the
- * kernel drop every packet waiting in the queue.
+ * Fill (ADD) or empty the rewriting rules: the chain splice_out and, after
+ * its first rule, the prerouting chain (ruleset.h) are rewritten whole.
+ * The rules are there only while some connection is spliced, since their
+ * first lookup would otherwise cost every TCP segment of the host
+ * (measured: about 0.8 us per round trip on veth). The chains are flushed,
+ * never deleted: unregistering a hook makes the kernel drop every packet
+ * waiting in the queue.
  */
-void splicemap_chains_write(FILE *f, bool add);
+struct config;
+void splicemap_chains_write(FILE *f, const struct config *cfg, bool add);
 /* Append the commands deleting (ADD false) or adding entry E. */
 void splicemap_write(FILE *f, const struct splicemap_entry *e, bool add);
 

@@ -141,7 +141,7 @@ static char *state_script(struct rackd *d, const struct config *cfg)
 	if (n)
 		ruleset_base_chains_write(f, cfg, true);
 	ruleset_held_write(f, held, (unsigned)n, true);
-	splice_write_state(d, f);
+	splice_write_state(d, cfg, f);
 	free(held);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

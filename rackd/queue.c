@@ -152,6 +152,19 @@ void queue_verdict(struct queue *q, uint32_t id, uint32_t verdict)
 		queue_flush(q);
 }
 
+void queue_verdict_repeat(struct queue *q, uint32_t id, uint32_t mark)
+{
+	struct nlmsghdr *nlh;
+
+	nlh = nfq_nlmsg_put(mnl_nlmsg_batch_current(q->batch),
+			    NFQNL_MSG_VERDICT, q->num);
+	nfq_nlmsg_verdict_put(nlh, (int)id, NF_REPEAT);
+	nfq_nlmsg_verdict_put_mark(nlh, mark);
+	q->stats.verdicts++;
+	if (!mnl_nlmsg_batch_next(q->batch))
+		queue_flush(q);
+}
+
 void queue_verdict_replace(struct queue *q, uint32_t id, const uint8_t *data,
 			   size_t len)
 {

@@ -45,6 +45,9 @@ int queue_fd(const struct queue *q);
 void queue_process(struct queue *q);
 /* Queue a verdict (NF_ACCEPT, NF_DROP) for packet ID; sent in batches. */
 void queue_verdict(struct queue *q, uint32_t id, uint32_t verdict);
+/* Send packet ID through its hook's chain again, marked MARK (so that the
+ * rule that diverted it lets it by, and the rules after it apply). */
+void queue_verdict_repeat(struct queue *q, uint32_t id, uint32_t mark);
 /* Send the verdicts batched so far now, before slower work that would
  * otherwise hold their packets back. */
 void queue_flush(struct queue *q);

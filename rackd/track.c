@@ -378,6 +378,21 @@ static void track_inbound_held(struct rackd *d, struct queue *q,
 		queue_verdict(q, qp->id, NF_ACCEPT);
 }
 
+/*
+ * A segment with racks' option that is not ours to consume goes on as any
+ * segment would. Incoming, it was taken by the first rule of the
+ * prerouting chain, before the splicing rules: it goes through that chain
+ * again, with rackd's mark so that the first rule lets it by.
+ */
+static void pass_on(struct rackd *d, struct queue *q,
+		    const struct queue_packet *qp, bool outbound)
+{
+	if (outbound)
+		queue_verdict(q, qp->id, NF_ACCEPT);
+	else
+		queue_verdict_repeat(q, qp->id, d->cfg->mark);
+}
+
 /* A segment carrying racks' option that is not a SYN: a set-up message. */
 static void track_message(struct rackd *d, struct queue *q,
 			  const struct queue_packet *qp,
@@ -392,7 +407,7 @@ static void track_message(struct rackd *d, struct queue *q,
 	if (err) {
 		d->edp.rejected_by[err]++;
 		/* Malformed and not ours to consume: the kernel decides. */
-		queue_verdict(q, qp->id, NF_ACCEPT);
+		pass_on(d, q, qp, outbound);
 		return;
 	}
 	if (outbound)
@@ -402,7 +417,10 @@ static void track_message(struct rackd *d, struct queue *q,
 		c = conn_find_edp(&d->conns, m.conn_id);
 	else
 		c = lookup(d, p, false);
-	queue_verdict(q, qp->id, setup_input(d, c, p, &m));
+	if (setup_input(d, c, p, &m) == NF_ACCEPT)
+		pass_on(d, q, qp, outbound);
+	else
+		queue_verdict(q, qp->id, NF_DROP);
 }
 
 void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)

@@ -289,6 +289,24 @@ def delta(before, after):
             if isinstance(after[k], int) and k.startswith("edp_")}
 
 
+def test_a_message_rackd_does_not_consume_goes_on_exactly_once(topo):
+    """A malformed racks message is passed on: back through the prerouting
+    chain with rackd's mark (NF_REPEAT), past the rule that diverted it
+    and through the splicing rules after it, never diverted twice."""
+    ra = topo.start_rackd("a")
+    a4, b4 = topo.addr["a"]["v4"], topo.addr["b"]["v4"]
+    before = ra.status()
+    edpcraft(topo.b, ("key-oversized", b4, 40010, a4, 7777),
+             ("key-oversized", b4, 40011, a4, 7777))
+    testbed.wait_until(
+        lambda: delta(before, ra.status())["edp_rejected_length"] == 2, 10,
+        "the two messages to be rejected")
+    time.sleep(0.5)
+    after = ra.status()
+    assert after["packets_queued"] - before["packets_queued"] == 2, after
+    assert after["verdicts"] - before["verdicts"] == 2, after
+
+
 def test_hostile_options_and_messages_are_rejected_and_counted(topo, tmp_path):
     ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
     a4, b4 = topo.addr["a"]["v4"], topo.addr["b"]["v4"]

@@ -109,7 +109,7 @@ def test_end_moves_during_a_cut(topo, family, mover):
     assert mine["local_address_kept"] is True
     assert old in lo_addresses(topo.ns(mover))
     # The rewriting rules exist while something is spliced, and only then.
-    assert has_rules(topo.a, "splice_out") and has_rules(topo.b, "splice_in")
+    assert has_rules(topo.a, "splice_out") and has_rules(topo.b, "prerouting")
     before = [ra.status(), rb.status()]
     check_transfer(server, client, size)
     # Once resumed, the spliced data never went through rackd.
