@@ -20,6 +20,7 @@ IPERF_PORT = 5201
 RR_PORT = 7001
 CONN_PORT = 7002
 TICK_PORT = 7003
+CHAINS_PORT = 7004
 FLOOR_QUEUE = 4300
 MB = 1024 * 1024
 
@@ -202,6 +203,64 @@ def latency(bench):
     return {"name": "latency", "title": "Request/response latency (TCP_NODELAY, "
             f"{count} round trips per run)", "unit": "µs", "runs": runs,
             "rows": rows}
+
+
+# 2b. what the table's base chains cost -----------------------------------------
+
+# The table rackd installs with the default configuration, as test_ruleset
+# keeps it (the xt queue rule is added apart, so nothing is diverted here).
+GOLDEN = testbed.REPO / "tests" / "golden" / "ruleset-default-xt.nft"
+CHAIN_VARIANTS = {
+    # label: base chains removed from the table
+    "whole table": (),
+    "without splice_out": ("splice_out",),
+    "without prerouting": ("prerouting",),
+    "output and input only": ("splice_out", "prerouting"),
+}
+
+
+def _table_without(chains):
+    text = GOLDEN.read_text()
+    for chain in chains:
+        start = text.index(f"\tchain {chain} {{")
+        end = text.index("\n\t}\n", start) + len("\n\t}\n")
+        text = text[:start] + text[end:]
+    return text
+
+
+def chains(bench):
+    """The table alone (no rackd) on A and B, whole and without some of its
+    base chains: 1-byte round trips. No packet of these flows is diverted,
+    so the difference to plain is the hook calls and their rules."""
+    topo = bench.topo
+    count, runs = (5000, 3) if bench.quick else (20000, 5)
+    bench.plain()
+    bench.serve([str(BUILD / "rr"), "server", str(CHAINS_PORT)])
+
+    def measure(mode):
+        for ns in (topo.a, topo.b):
+            testbed.nft(ns, "delete table inet racks", check=False)
+            if mode != "plain":
+                testbed.nft_file(ns, _table_without(CHAIN_VARIANTS[mode]))
+        out = bench.run_json(topo.a, [str(BUILD / "rr"), "client",
+                                      topo.addr["b"]["v4"], str(CHAINS_PORT),
+                                      "1", str(count), "2000"])
+        return out["p50_us"]
+    try:
+        v = bench.alternate(runs, ["plain"] + list(CHAIN_VARIANTS), measure)
+    finally:
+        for ns in (topo.a, topo.b):
+            testbed.nft(ns, "delete table inet racks", check=False)
+    rows = [row(f"{label} (1 B p50)", v["plain"], v[label], better="lower")
+            for label in CHAIN_VARIANTS]
+    return {"name": "chains", "title": "What the table costs, chain by chain "
+            f"(no rackd; 1-byte round trips, {count} per run)", "unit": "µs",
+            "runs": runs, "rows": rows,
+            "notes": ["The output and input chains divert the handshakes, "
+                      "prerouting takes racks' messages before any rewrite, "
+                      "and splice_out rewrites moved connections: each is a "
+                      "base chain, which every packet of the host pays a "
+                      "hook call for, rules or not."]}
 
 
 # 3. connection set-up ------------------------------------------------------
@@ -581,6 +640,7 @@ def scale(bench):
 RUN = {
     "throughput": throughput,
     "latency": latency,
+    "chains": chains,
     "connect": connect,
     "detection": detection,
     "reconnection": reconnection,

@@ -107,3 +107,17 @@ def test_nfqfloor_diverts_handshakes_and_leaves_no_trace(topo):
     assert "table inet racks_floor" not in testbed.tables(topo.a)
     bad = topo.a.run([str(tools / "nfqfloor"), "x"], check=False)
     assert bad.returncode == 1 and "invalid queue number" in bad.stderr
+
+
+def test_chain_variants_are_valid_tables_without_those_chains(topo):
+    """The chains figure loads the golden table minus some base chains:
+    each variant loads, and lacks exactly the chains it names."""
+    import figures
+    for label, removed in figures.CHAIN_VARIANTS.items():
+        text = figures._table_without(removed)
+        testbed.nft_file(topo.a, text)
+        listing = testbed.nft(topo.a, "list table inet racks")
+        for chain in ("output", "input", "splice_out", "prerouting"):
+            assert (f"chain {chain} {{" in listing) == (chain not in removed), \
+                (label, chain)
+        testbed.nft(topo.a, "delete table inet racks")
