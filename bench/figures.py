@@ -215,7 +215,7 @@ CHAIN_VARIANTS = {
     "whole table": (),
     "without splice_out": ("splice_out",),
     "without prerouting": ("prerouting",),
-    "output and input only": ("splice_out", "prerouting"),
+    "output only": ("splice_out", "prerouting"),
 }
 
 
@@ -256,11 +256,12 @@ def chains(bench):
     return {"name": "chains", "title": "What the table costs, chain by chain "
             f"(no rackd; 1-byte round trips, {count} per run)", "unit": "µs",
             "runs": runs, "rows": rows,
-            "notes": ["The output and input chains divert the handshakes, "
-                      "prerouting takes racks' messages before any rewrite, "
-                      "and splice_out rewrites moved connections: each is a "
-                      "base chain, which every packet of the host pays a "
-                      "hook call for, rules or not."]}
+            "notes": ["output diverts outgoing handshakes, prerouting takes "
+                      "racks' messages before any rewrite and incoming "
+                      "handshakes after it, splice_out rewrites moved "
+                      "connections: each is a base chain, which every "
+                      "packet of the host pays a hook call for, rules or "
+                      "not."]}
 
 
 # 3. connection set-up ------------------------------------------------------

@@ -81,10 +81,9 @@ static void syn_chain(FILE *f, const struct config *cfg, const char *name,
 #define ADD_RULE "add rule " RULESET_FAMILY " " RULESET_TABLE " "
 
 /*
- * The output and input base chains. Every segment the host sends or
- * receives passes here, so a data segment must fail the first rule and
- * meet no other while nothing is held: the handshake decisions are behind
- * one test of the flags (output_syn, input_ctl).
+ * The handshake decisions, behind one test of the flags in the base
+ * chains (output_syn, input_ctl), so that a data segment fails the first
+ * rule and meets no other while nothing is held or spliced.
  *
  * Out: every SYN (racks offers itself on it); a SYN-ACK only when it
  * answers a racks client (offerset.h), so that a plain client's handshake
@@ -106,8 +105,6 @@ static void handshake_chains(FILE *f, const struct config *cfg)
 			v6 ? "6" : "", v6 ? "6" : "", v6 ? '6' : '4');
 	fprintf(f, "\t}\n");
 
-	fprintf(f, "\tchain input {\n\t\ttype filter hook input priority "
-		   "%s; policy accept;\n\t}\n", RULESET_PRIORITY);
 	fprintf(f, "\tchain input_ctl {\n");
 	fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn | ack "
 		   "meta mark != 0x%08x jump syn_in\n", cfg->mark);
@@ -141,46 +138,41 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
 }
 
 /*
- * The rules of the output and input base chains, rewritten whole (flush,
- * then add, in the caller's transaction): with HELD, the rules that
- * divert the segments of held flows follow the handshake rules. They are
- * there only while something is held, or every segment of the host would
- * pay two set lookups (about 1 us per round trip on veth). They share the
- * handshake chains rather than having base chains of their own, because
- * every base chain costs every packet a hook call even when empty (about
- * 1% of a request/response round trip each, measured), and base chains
- * cannot come and go: unregistering a hook makes the kernel drop every
- * packet waiting in the queue, handshakes included.
+ * The base chains' rules, rewritten whole (flush, then add, in the
+ * caller's transaction) whenever the first connection is held or spliced
+ * and after the last. Two base chains carry everything but the outgoing
+ * splice (a route chain of its own, splicemap.h), because every base chain
+ * costs every packet of the host a hook call, rules or not (the chains
+ * figure of make bench measures it), and base chains cannot come and go:
+ * unregistering a hook makes the kernel drop every packet waiting in the
+ * queue, handshakes included.
+ *
+ * output: the handshake rule; with HELD, the segments of held sockets,
+ * which rackd answers instead.
+ *
+ * prerouting, in this order:
+ *  1. the peer rackd's messages (racks' option on a segment without SYN),
+ *     taken before anything rewrites them, so that a reconnection shows
+ *     where it really came from. A message rackd does not consume comes
+ *     back with NF_REPEAT and rackd's mark, which every diverting rule
+ *     here lets by, and goes on through the rest of the chain;
+ *  2. with SPLICED, the splicing rules, wire tuple to socket tuple;
+ *  3. the handshake rule, for segments to this host only (prerouting also
+ *     sees forwarded ones);
+ *  4. with HELD, the peer's segments to held sockets, by socket tuple.
+ * A segment diverted at one step and accepted continues at the next hook,
+ * having passed the steps before it: nothing after step 1 rewrites.
  */
-void ruleset_base_chains_write(FILE *f, const struct config *cfg, bool held)
+void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
+			  bool held)
 {
 	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
 	fprintf(f, ADD_RULE "output tcp flags & (fin | syn | rst) == syn meta "
 		   "mark != 0x%08x meta oiftype != loopback jump output_syn\n",
 		cfg->mark);
-	/* A held socket's segments are answered by rackd instead. */
 	if (held)
 		held_rules(f, cfg, "output", "s", "d");
-	fprintf(f, "flush chain %s %s input\n", RULESET_FAMILY, RULESET_TABLE);
-	fprintf(f, ADD_RULE "input tcp flags & (fin | syn | rst) != 0 meta "
-		   "iiftype != loopback jump input_ctl\n");
-	/* While it resumes, the peer's segments to it are looked at. */
-	if (held)
-		held_rules(f, cfg, "input", "d", "s");
-}
 
-/*
- * The prerouting chain: first the peer rackd's messages, racks' option on
- * a segment without SYN (RFC 6994 ExID at option offset 2), taken before
- * the splicing rules that follow rewrite them, so that a reconnection
- * shows the endpoints it really came from; then, while some connection is
- * spliced, those rules (splicemap.h). One chain rather than two, because
- * every base chain costs every packet of the host a hook call. A message
- * rackd passes on, rather than consumes, comes back with NF_REPEAT and
- * rackd's mark, which this rule lets by, so that it is rewritten too.
- */
-void ruleset_prerouting_write(FILE *f, const struct config *cfg)
-{
 	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
 		RULESET_PREROUTING);
 	/* A racks message has a data offset of 11 (44 bytes) or more; an
@@ -189,6 +181,13 @@ void ruleset_prerouting_write(FILE *f, const struct config *cfg)
 		   "> 10 tcp option @%d,16,16 0x%04x meta mark != 0x%08x meta "
 		   "iiftype != loopback goto divert\n", EDP_OPT_KIND, EDP_EXID,
 		cfg->mark);
+	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
+	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
+		   "!= 0 meta iiftype != loopback fib daddr type local jump "
+		   "input_ctl\n");
+	if (held)
+		held_rules(f, cfg, RULESET_PREROUTING, "d", "s");
+	splicemap_rules(f, "splice_out", true, spliced);
 }
 
 /* Probes are answered on the server ports rackd considers. */
@@ -246,8 +245,7 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 		PREROUTING_PRIORITY);
 	splicemap_chains(f);
 	fprintf(f, "}\n");
-	ruleset_base_chains_write(f, cfg, false);
-	splicemap_chains_write(f, cfg, false);
+	ruleset_chains_write(f, cfg, false, false);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
 	return buf;
@@ -413,7 +411,8 @@ void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
 }
 
 int ruleset_held(const struct config *cfg, struct conn *const *conns,
-		 unsigned n, bool add, bool chains, char *err, size_t errlen)
+		 unsigned n, bool add, bool chains, bool spliced, char *err,
+		 size_t errlen)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -426,10 +425,10 @@ int ruleset_held(const struct config *cfg, struct conn *const *conns,
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
 	if (chains && add)
-		ruleset_base_chains_write(f, cfg, true);
+		ruleset_chains_write(f, cfg, spliced, true);
 	ruleset_held_write(f, conns, n, add);
 	if (chains && !add)
-		ruleset_base_chains_write(f, cfg, false);
+		ruleset_chains_write(f, cfg, spliced, false);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

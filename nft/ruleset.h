@@ -48,16 +48,15 @@ struct conn;
  * CHAINS, the chains that consult the sets are created first (ADD) or
  * deleted after (the first connection held, the last one released). */
 int ruleset_held(const struct config *cfg, struct conn *const *conns,
-		 unsigned n, bool add, bool chains, char *err, size_t errlen);
+		 unsigned n, bool add, bool chains, bool spliced, char *err,
+		 size_t errlen);
 void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
 			bool add);
-/* Rewrite the output and input base chains; with HELD, with the rules
- * that divert held flows. */
-void ruleset_base_chains_write(FILE *f, const struct config *cfg, bool held);
-
-/* Rewrite the prerouting chain with its first rule (racks' messages);
- * splicemap_chains_write() appends the splicing rules. */
-void ruleset_prerouting_write(FILE *f, const struct config *cfg);
+/* Rewrite the rules of the base chains (output, prerouting, splice_out):
+ * with SPLICED, the splicing rules; with HELD, those diverting held flows.
+ * Whoever changes one of the two passes the other's current state. */
+void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
+			  bool held);
 
 /* Run an nft SCRIPT (element updates) as one transaction; on failure err
  * holds its first error line. */

@@ -62,22 +62,15 @@ void splicemap_chains(FILE *f)
 		   SPLICE_OUT_PRIORITY "; policy accept;\n\t}\n");
 }
 
-void splicemap_chains_write(FILE *f, const struct config *cfg, bool add)
+void splicemap_rules(FILE *f, const char *chain, bool out, bool add)
 {
-	fprintf(f, "flush chain %s %s splice_out\n", RULESET_FAMILY,
-		RULESET_TABLE);
-	for (int v6 = 0; add && v6 < 2; v6++) {
-		fprintf(f, "add rule %s %s splice_out", RULESET_FAMILY,
-			RULESET_TABLE);
-		rule(f, 0, v6);
-	}
-	/* Incoming: after the rule that takes racks' messages, which must
-	 * see where they really came from. */
-	ruleset_prerouting_write(f, cfg);
+	if (out)
+		fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY,
+			RULESET_TABLE, chain);
 	for (int v6 = 0; add && v6 < 2; v6++) {
 		fprintf(f, "add rule %s %s %s", RULESET_FAMILY, RULESET_TABLE,
-			RULESET_PREROUTING);
-		rule(f, 1, v6);
+			chain);
+		rule(f, out ? 0 : 1, v6);
 	}
 }
 

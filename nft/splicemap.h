@@ -38,16 +38,16 @@ void splicemap_declare(FILE *f);
  * table script. */
 void splicemap_chains(FILE *f);
 /*
- * Fill (ADD) or empty the rewriting rules: the chain splice_out and, after
- * its first rule, the prerouting chain (ruleset.h) are rewritten whole.
- * The rules are there only while some connection is spliced, since their
- * first lookup would otherwise cost every TCP segment of the host
- * (measured: about 0.8 us per round trip on veth). The chains are flushed,
- * never deleted: unregistering a hook makes the kernel drop every packet
- * waiting in the queue.
+ * The rewriting rules, written by ruleset_chains_write(): outgoing (OUT),
+ * CHAIN (splice_out) is flushed first and rewritten whole; incoming, the
+ * rules are appended where the caller is in CHAIN (prerouting). With ADD
+ * false none: the rules are there only while some connection is spliced,
+ * since their first lookup would otherwise cost every TCP segment of the
+ * host (measured: about 0.8 us per round trip on veth). The chains are
+ * flushed, never deleted: unregistering a hook makes the kernel drop every
+ * packet waiting in the queue.
  */
-struct config;
-void splicemap_chains_write(FILE *f, const struct config *cfg, bool add);
+void splicemap_rules(FILE *f, const char *chain, bool out, bool add);
 /* Append the commands deleting (ADD false) or adding entry E. */
 void splicemap_write(FILE *f, const struct splicemap_entry *e, bool add);
 

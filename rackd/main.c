@@ -138,10 +138,10 @@ static char *state_script(struct rackd *d, const struct config *cfg)
 	for (struct conn *c = d->conns.head; c; c = c->next)
 		if (c->hold)
 			held[n++] = c;
-	if (n)
-		ruleset_base_chains_write(f, cfg, true);
+	if (n || d->splice.mapped)
+		ruleset_chains_write(f, cfg, d->splice.mapped > 0, n > 0);
 	ruleset_held_write(f, held, (unsigned)n, true);
-	splice_write_state(d, cfg, f);
+	splice_write_state(d, f);
 	free(held);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

@@ -58,7 +58,7 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
 	if (d->splice.mapped == 0 && after > 0)
-		splicemap_chains_write(f, d->cfg, true);
+		ruleset_chains_write(f, d->cfg, true, d->live.held > 0);
 	for (unsigned i = 0; i < n; i++) {
 		const struct conn *c = conns[i];
 		struct splicemap_entry e;
@@ -76,7 +76,7 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		changed++;
 	}
 	if (d->splice.mapped > 0 && after == 0)
-		splicemap_chains_write(f, d->cfg, false);
+		ruleset_chains_write(f, d->cfg, false, d->live.held > 0);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
@@ -126,10 +126,8 @@ void splice_forget(struct rackd *d, struct conn *c)
 	}
 }
 
-void splice_write_state(struct rackd *d, const struct config *cfg, FILE *f)
+void splice_write_state(struct rackd *d, FILE *f)
 {
-	if (d->splice.mapped)
-		splicemap_chains_write(f, cfg, true);
 	for (struct conn *c = d->conns.head; c; c = c->next) {
 		struct splicemap_entry e;
 

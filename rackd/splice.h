@@ -29,9 +29,9 @@ int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n);
 void splice_keep_local(struct rackd *d, struct conn *c);
 /* C goes away: its map entries and its kept address with it. */
 void splice_forget(struct rackd *d, struct conn *c);
-struct config;
 /* The map entries of every spliced connection, as nft commands: a new
- * table gets them in the transaction that creates it. */
-void splice_write_state(struct rackd *d, const struct config *cfg, FILE *f);
+ * table gets them in the transaction that creates it (its chains' rules
+ * from ruleset_chains_write()). */
+void splice_write_state(struct rackd *d, FILE *f);
 
 #endif
