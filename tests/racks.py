@@ -86,3 +86,15 @@ def check_both_ways(server, client, size, timeout=90):
     assert report["recv_sha256"] == srv["sent_sha256"] == \
         testbed.expected_sha256(size, testbed.SERVER_SEED)
     return report
+
+
+def move_and_splice(topo, host, rackd, family="v4", timeout=10):
+    """host's address of family moves to a new subnet (make-before-break:
+    the new one added, then the old one removed), and its one managed
+    connection is spliced onto it. Returns the new address."""
+    old = topo.cidr(host, family)
+    new = topo.move_to_new_subnet(host, family, keep_old=True)
+    topo.remove_address(host, family, old)
+    testbed.wait_until(lambda: rackd.status()["spliced"] == 1, timeout,
+                       "the splice")
+    return new

@@ -355,10 +355,7 @@ def test_rackd_keeps_only_net_admin_and_net_raw_and_works(topo):
                                        announce=True)
     client.connected()
     racks.wait_states(ra, "connected", remote_port=5001)
-    old = topo.cidr("a", "v4")
-    topo.move_to_new_subnet("a", "v4", keep_old=True)
-    topo.remove_address("a", "v4", old)
-    testbed.wait_until(lambda: ra.status()["spliced"] == 1, 10, "splice")
+    racks.move_and_splice(topo, "a", ra)
     assert ra.status()["addresses_kept"] == 1
     ra.ctl("reload")
     racks.check_both_ways(server, client, size)

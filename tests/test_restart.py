@@ -43,6 +43,16 @@ def transfer(topo, size, rate=4 * MB, timeout=120):
     return server, client
 
 
+def managed_transfer(topo, size, rate=4 * MB, config=FAST):
+    """rackd on A and B, and a managed transfer between them; A's rackd,
+    the transfer's server and client."""
+    ra = topo.start_rackd("a", config=config)
+    topo.start_rackd("b", config=config)
+    server, client = transfer(topo, size, rate=rate)
+    managed(ra)
+    return ra, server, client
+
+
 def managed(rackd):
     conns = racks.wait_states(rackd, "connected", remote_port=PORT)
     assert len(conns) == 1
@@ -85,11 +95,8 @@ def test_restart_in_the_middle_of_a_transfer_keeps_it_managed(topo):
 
 
 def test_restart_in_the_middle_of_a_suspension_still_reconnects(topo):
-    ra = topo.start_rackd("a", config=FAST)
-    topo.start_rackd("b", config=FAST)
     size = 16 * MB
-    server, client = transfer(topo, size)
-    managed(ra)
+    ra, server, client = managed_transfer(topo, size)
     time.sleep(1)
     topo.cut_silent("b")
     wait_state(ra, "suspended", 5)
@@ -107,15 +114,9 @@ def test_restart_in_the_middle_of_a_suspension_still_reconnects(topo):
 
 
 def test_spliced_connection_survives_a_restart_through_the_kept_table(topo):
-    ra = topo.start_rackd("a", config=FAST)
-    topo.start_rackd("b", config=FAST)
     size = 24 * MB
-    server, client = transfer(topo, size)
-    managed(ra)
-    old = topo.cidr("a", "v4")
-    topo.move_to_new_subnet("a", "v4", keep_old=True)
-    topo.remove_address("a", "v4", old)
-    testbed.wait_until(lambda: ra.status()["spliced"] == 1, 10, "splice")
+    ra, server, client = managed_transfer(topo, size)
+    racks.move_and_splice(topo, "a", ra)
     assert ra.stop() == 0
     # While no rackd runs, the table keeps rewriting the spliced flow.
     assert racks.racks_tables(topo.a) == ["table inet racks"]
@@ -130,11 +131,8 @@ def test_spliced_connection_survives_a_restart_through_the_kept_table(topo):
 
 
 def test_sigkill_and_sigstop_leave_plain_tcp_and_one_table(topo):
-    ra = topo.start_rackd("a", config=FAST)
-    topo.start_rackd("b", config=FAST)
     size = 24 * MB
-    server, client = transfer(topo, size)
-    managed(ra)
+    ra, server, client = managed_transfer(topo, size)
     time.sleep(0.5)
     # Stopped: the connection's data never goes through the queue, so it
     # keeps flowing; but a new handshake waits in the queue, which
@@ -159,10 +157,8 @@ def test_sigkill_and_sigstop_leave_plain_tcp_and_one_table(topo):
 
 
 def test_corrupt_or_truncated_state_file_is_reported_and_ignored(topo):
-    ra = topo.start_rackd("a")
-    topo.start_rackd("b")
-    server, client = transfer(topo, 4 * MB, rate=8 * MB)
-    managed(ra)
+    ra, server, client = managed_transfer(topo, 4 * MB, rate=8 * MB,
+                                          config="")
     assert ra.stop() == 0
     good = ra.state.read_text()
     assert good.startswith("racks-state 1\nconn ") and \
