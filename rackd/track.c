@@ -515,9 +515,13 @@ void track_sweep(struct rackd *d)
 	d->stats.sweeps++;
 	for (struct conn *c = d->conns.head, *next; c; c = next) {
 		next = c->next;
-		/* Handshakes have their own timer; the kernel may not show
-		 * a socket yet for a SYN that is still in flight. */
-		if (c->swept || c->state == CONN_HANDSHAKE)
+		/* Handshakes and set-ups have their own timers; the kernel
+		 * may not show a socket yet for a SYN still in flight, nor,
+		 * under a burst of SYNs answered with SYN cookies, for a
+		 * connection whose last ACK has not arrived: there is no
+		 * request socket to show until it does. */
+		if (c->swept || c->state == CONN_HANDSHAKE ||
+		    c->state == CONN_SETUP)
 			continue;
 		conn_log(c, "closed");
 		d->stats.conns_closed++;
