@@ -265,8 +265,10 @@ def test_a_hundred_connections_through_one_cut(topo):
     rb = topo.start_rackd("b", config=FAST)
     n, size = 100, MB
     server = start_xfer_server(topo.b, PORT, count=n, timeout=60)
+    # Slow enough (12 s each) that none is done before the cut, however
+    # long starting a hundred clients takes on a busy machine.
     clients = [start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, size,
-                                 rate=size // 4, announce=True, timeout=60)
+                                 rate=size // 12, announce=True, timeout=60)
                for _ in range(n)]
     for c in clients:
         c.connected()
