@@ -43,10 +43,11 @@ int ruleset_remove(char *err, size_t errlen);
 
 struct conn;
 
-/* Add (or remove) connections to the sets of held flows, whose outgoing
- * segments are diverted while they are suspended. One transaction; with
- * CHAINS, the chains that consult the sets are created first (ADD) or
- * deleted after (the first connection held, the last one released). */
+/* Add (or remove) connections to the sets of held flows, whose segments
+ * are diverted while they are suspended. One transaction; with CHAINS,
+ * the base chains' rules are rewritten too (ruleset_chains_write, keeping
+ * the splicing rules as SPLICED says): the held-flow rules go in with the
+ * first connection held and out with the last one released. */
 int ruleset_held(const struct config *cfg, struct conn *const *conns,
 		 unsigned n, bool add, bool chains, bool spliced, char *err,
 		 size_t errlen);
