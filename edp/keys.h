@@ -49,6 +49,11 @@ enum edp_role {
 	EDP_ROLE_SERVER_RECONNECT = 9,
 	EDP_ROLE_CLIENT_RECONNECT_ACK = 10,
 	EDP_ROLE_SERVER_RECONNECT_ACK = 11,
+	/* Migrations (AWAY), likewise by sender. */
+	EDP_ROLE_CLIENT_AWAY = 12,
+	EDP_ROLE_SERVER_AWAY = 13,
+	EDP_ROLE_CLIENT_AWAY_ACK = 14,
+	EDP_ROLE_SERVER_AWAY_ACK = 15,
 };
 
 void edp_keypair_new(struct edp_keypair *kp);

@@ -21,6 +21,8 @@ static size_t body_len(uint8_t type)
 	case EDP_HEARTBEAT_ACK:
 	case EDP_RECONNECT:
 	case EDP_RECONNECT_ACK:
+	case EDP_AWAY:
+	case EDP_AWAY_ACK:
 		return 8 + 4 + EDP_MAC_LEN;
 	default:
 		return 0;
@@ -129,6 +131,7 @@ const char *edp_type_name(uint8_t type)
 		[EDP_HEARTBEAT_ACK] = "heartbeat_ack",
 		[EDP_RECONNECT] = "reconnect",
 		[EDP_RECONNECT_ACK] = "reconnect_ack",
+		[EDP_AWAY] = "away", [EDP_AWAY_ACK] = "away_ack",
 	};
 
 	return type < EDP_TYPE_MAX && names[type] ? names[type] : "unknown";

@@ -16,8 +16,14 @@
  *   7 HB_ACK       conn id (8), counter (4), MAC (16)   33
  *   8 RECONNECT    conn id (8), counter (4), MAC (16)   33
  *   9 RECONNECT_ACK conn id (8), counter (4), MAC (16)  33
+ *  10 AWAY         conn id (8), counter (4), MAC (16)   33
+ *  11 AWAY_ACK     conn id (8), counter (4), MAC (16)   33
  *
- * Types 6 to 9 are "numbered": they are sent after set-up, possibly on a
+ * AWAY says that the sender's end is about to be checkpointed and moved
+ * (rackckpt): the receiver holds its socket until a RECONNECT arrives
+ * from wherever that end is restored.
+ *
+ * Types 6 to 11 are "numbered": they are sent after set-up, possibly on a
  * flow whose addresses the receiver does not know yet (the sender moved),
  * so they name their connection by the id both ends derived from its key;
  * the counter only grows (replays are refused) and the MAC under the key
@@ -51,6 +57,8 @@ enum edp_type {
 	EDP_HEARTBEAT_ACK = 7,
 	EDP_RECONNECT = 8,
 	EDP_RECONNECT_ACK = 9,
+	EDP_AWAY = 10,
+	EDP_AWAY_ACK = 11,
 	EDP_TYPE_MAX
 };
 
@@ -77,7 +85,7 @@ struct edp_msg {
 /* Heartbeats and reconnections: conn id, counter and MAC. */
 static inline int edp_type_numbered(uint8_t type)
 {
-	return type >= EDP_HEARTBEAT && type <= EDP_RECONNECT_ACK;
+	return type >= EDP_HEARTBEAT && type <= EDP_AWAY_ACK;
 }
 
 /* Parse the option of LEN bytes at OPT (kind and length included). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sockdiag.h"
 
 #define CONN_MIN_BUCKETS 1024
 
@@ -236,6 +237,37 @@ void conn_log(const struct conn *c, const char *what)
 		  endpoint_format(&c->local, l, sizeof(l)),
 		  conn_is_client(c) ? "->" : "<-",
 		  endpoint_format(&c->remote, r, sizeof(r)));
+}
+
+/*
+ * Measured on Linux 6.18: the active opener's bytes_acked counts its SYN
+ * (1001 after 1000 bytes), the passive opener's does not count its
+ * SYN-ACK; bytes_received never counts the peer's SYN. A socket restored
+ * with TCP repair starts both counters at zero, from the sequence numbers
+ * its checkpoint had (snd_base, rcv_base).
+ */
+void conn_seq_progress(const struct conn *c, const struct sockdiag_progress *pr,
+		       uint32_t *snd_una, uint32_t *rcv_nxt)
+{
+	if (c->rebased) {
+		*snd_una = c->snd_base + (uint32_t)pr->bytes_acked;
+		*rcv_nxt = c->rcv_base + (uint32_t)pr->bytes_received;
+		return;
+	}
+	*snd_una = c->lend.isn + (uint32_t)pr->bytes_acked +
+		   (c->dir == CONN_OUTGOING ? 0 : 1);
+	*rcv_nxt = c->rend.isn + 1 + (uint32_t)pr->bytes_received;
+}
+
+const char *conn_migration_name(enum conn_migration m)
+{
+	switch (m) {
+	case MIG_NONE: return "none";
+	case MIG_LEAVING: return "leaving";
+	case MIG_AWAY: return "peer-away";
+	case MIG_ARRIVING: return "arriving";
+	}
+	return "unknown";
 }
 
 const char *conn_state_name(enum conn_state state)

@@ -34,6 +34,16 @@ struct conn_edp;		/* set-up and key state, see setup.h */
 struct live_peer;		/* heartbeats, see liveness.h */
 struct conn_hold;		/* suspension, see hold.h */
 
+/* Where a connection is in a migration of one end's process (rackckpt,
+ * see migrate.h). */
+enum conn_migration {
+	MIG_NONE,
+	MIG_LEAVING,		/* exported: its process is being checkpointed */
+	MIG_AWAY,		/* the peer's end is moving: held until it
+				 * reconnects from wherever it is restored */
+	MIG_ARRIVING,		/* imported: its socket is being restored */
+};
+
 enum conn_dir {
 	CONN_OUTGOING,		/* the local end sent the SYN */
 	CONN_INCOMING,
@@ -89,6 +99,13 @@ struct conn {
 	struct conn_table *table;	/* the table holding it */
 	struct conn *hnext;	/* bucket chain */
 	uint64_t edp_id;	/* the id both rackds derived, once keyed */
+	enum conn_migration migration;
+	bool away_acked;	/* MIG_LEAVING: the peer holds its socket */
+	uint64_t arrive_by;	/* MIG_ARRIVING: forgotten after (monotonic ms) */
+	/* A socket restored by CRIU counts bytes acked and received from
+	 * zero again: its sequence numbers then start from these. */
+	bool rebased;
+	uint32_t snd_base, rcv_base;
 	struct conn *knext;	/* edp id bucket chain */
 	struct conn *prev, *next;	/* table order: oldest first */
 };
@@ -131,6 +148,12 @@ static inline bool conn_is_client(const struct conn *c)
 {
 	return c->dir == CONN_OUTGOING;
 }
+
+struct sockdiag_progress;
+/* The socket's snd_una and rcv_nxt from the kernel's byte counters. */
+void conn_seq_progress(const struct conn *c, const struct sockdiag_progress *pr,
+		       uint32_t *snd_una, uint32_t *rcv_nxt);
+const char *conn_migration_name(enum conn_migration m);
 
 /* A debug line "conn ID WHAT: local -> remote". */
 void conn_log(const struct conn *c, const char *what);

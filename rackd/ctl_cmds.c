@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_migrate.h"
 #include "loop.h"
 #include "queue.h"
 #include "reconnect.h"
@@ -111,6 +112,16 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "state_load_failed", d->state.load_failed);
 	put_u64(out, "state_writes", d->state.writes);
 	put_u64(out, "state_write_errors", d->state.write_errors);
+	put_u64(out, "migrations_exported", d->migrate.exported);
+	put_u64(out, "migrations_unexported", d->migrate.unexported);
+	put_u64(out, "migrations_released", d->migrate.released);
+	put_u64(out, "migrations_imported", d->migrate.imported);
+	put_u64(out, "migrations_arrived", d->migrate.arrived);
+	put_u64(out, "migrations_arrive_expired", d->migrate.arrive_expired);
+	put_u64(out, "away_out", d->migrate.away_out);
+	put_u64(out, "away_in", d->migrate.away_in);
+	put_u64(out, "away_acks_in", d->migrate.away_acks_in);
+	put_u64(out, "away_refused", d->migrate.refused);
 }
 
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
@@ -276,6 +287,11 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 	}
 	if (c->kept_local)
 		put_bool(out, "local_address_kept", true);
+	if (c->migration != MIG_NONE)
+		proto_put(out, "migration", "%s",
+			  conn_migration_name(c->migration));
+	if (c->migration == MIG_LEAVING)
+		put_bool(out, "peer_holds", c->away_acked);
 	put_end(out, "local", &c->lend);
 	if (c->rend.seen)
 		put_end(out, "remote", &c->rend);
@@ -354,6 +370,11 @@ static const struct ctl_command ctl_commands[] = {
 	{ "reload", true, cmd_reload },
 	{ "events", false, cmd_events },
 	{ "peer", true, cmd_peer },
+	{ "export", true, cmd_export },
+	{ "unexport", true, cmd_unexport },
+	{ "release", true, cmd_release },
+	{ "import", true, cmd_import },
+	{ "restored", true, cmd_restored },
 };
 
 const struct ctl_command *ctl_command_find(const char *name)

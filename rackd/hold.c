@@ -24,14 +24,13 @@
 /* A resumption whose retransmission is never acknowledged lets go. */
 #define HOLD_RESUME_MAX_MS 10000
 
-/* The socket's snd_una from the kernel's counters. Measured on Linux
- * 6.18: the active opener's bytes_acked counts its SYN (1001 after 1000
- * bytes), the passive opener's does not count its SYN-ACK. */
 static uint32_t progress_snd_una(const struct conn *c,
 				 const struct sockdiag_progress *pr)
 {
-	return c->lend.isn + (uint32_t)pr->bytes_acked +
-	       (c->dir == CONN_OUTGOING ? 0 : 1);
+	uint32_t snd_una, rcv_nxt;
+
+	conn_seq_progress(c, pr, &snd_una, &rcv_nxt);
+	return snd_una;
 }
 
 /* snd_una and rcv_nxt from the kernel's counters: they never change
@@ -41,9 +40,7 @@ static void hold_apply_progress(struct conn *c,
 {
 	struct conn_hold *h = c->hold;
 
-	/* bytes_received never counts the peer's SYN. */
-	h->snd_una = progress_snd_una(c, pr);
-	h->rcv_nxt = c->rend.isn + 1 + (uint32_t)pr->bytes_received;
+	conn_seq_progress(c, pr, &h->snd_una, &h->rcv_nxt);
 	h->known = true;
 }
 

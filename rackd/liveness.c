@@ -15,6 +15,7 @@
 #include "setup.h"
 #include "splice.h"
 #include "local.h"
+#include "migrate.h"
 
 /* Kernel TCP states (include/net/tcp_states.h). */
 #define TCP_STATE_FIN_WAIT2 5
@@ -173,6 +174,10 @@ static void live_tick(struct timer *t, void *arg)
 	uint64_t iv, next;
 	struct addr src;
 
+	if (p->parked) {
+		migrate_tick(d, p);
+		return;
+	}
 	if (!p->suspended && silent >= d->cfg->suspend_after_ms)
 		live_suspend(d, p, "no heartbeat answered");
 	/* Suspended and our address towards the peer changed: move the
@@ -205,11 +210,13 @@ static void live_tick(struct timer *t, void *arg)
 	loop_timer_arm(d->loop, t, next ? next : 1);
 }
 
-/* Paths are the endpoints segments travel between, not the sockets'. */
+/* Paths are the endpoints segments travel between, not the sockets';
+ * migrating connections have paths of their own. */
 static struct live_peer *find_path(struct rackd *d, const struct conn *c)
 {
 	for (struct live_peer *p = d->live.peers; p; p = p->next)
-		if (addr_equal(&p->local, &c->wire_local.addr) &&
+		if (p->parked == conn_parked(c) &&
+		    addr_equal(&p->local, &c->wire_local.addr) &&
 		    addr_equal(&p->remote, &c->wire_remote.addr))
 			return p;
 	return NULL;
@@ -226,7 +233,8 @@ static struct live_peer *path_link(struct rackd *d, struct conn *c,
 		p->local = c->wire_local.addr;
 		p->remote = c->wire_remote.addr;
 		p->last_heard = loop_now();
-		p->suspended = suspended;
+		p->parked = conn_parked(c);
+		p->suspended = suspended || p->parked;
 		p->next = d->live.peers;
 		d->live.peers = p;
 		timer_init(&p->timer, live_tick, p);
@@ -363,6 +371,8 @@ void live_probe_now(struct rackd *d, struct live_peer *p)
 
 static void live_heard(struct rackd *d, struct live_peer *p)
 {
+	if (p->parked)
+		return;		/* each resumes on its own step */
 	p->last_heard = loop_now();
 	if (p->suspended)
 		live_resume(d, p);

@@ -26,6 +26,8 @@ struct live_peer {
 	struct addr local, remote;
 	uint64_t last_heard;	/* monotonic ms */
 	bool suspended;
+	bool parked;		/* its connections are migrating (migrate.h):
+				 * no heartbeats, no resumption */
 	uint8_t fast;		/* quick retries left after a local event */
 	unsigned nconns;
 	struct conn *conns;	/* linked through conn->host_next */

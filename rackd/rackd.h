@@ -17,6 +17,7 @@
 #include "keypool.h"
 #include "liveness.h"
 #include "local.h"
+#include "migrate.h"
 #include "reconnect.h"
 #include "splice.h"
 #include "state.h"
@@ -109,6 +110,7 @@ struct rackd {
 	struct splice_stats splice;
 	struct local_state local;
 	struct state_file state;
+	struct migrate_stats migrate;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
 };
 

@@ -154,6 +154,14 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 	e->hb_in = counter;
 	d->reconnect.stats.accepted++;
 	c->confirmed = true;
+	if (c->migration == MIG_AWAY) {
+		/* Restored somewhere (or back where it was): its path is an
+		 * ordinary one again, even on the same endpoints. */
+		c->migration = MIG_NONE;
+		if (endpoint_equal(&wl, &c->wire_local) &&
+		    endpoint_equal(&wr, &c->wire_remote))
+			live_move(d, c, false);
+	}
 	if (!endpoint_equal(&wl, &c->wire_local) ||
 	    !endpoint_equal(&wr, &c->wire_remote)) {
 		c->wire_local = wl;

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "loop.h"
 #include "liveness.h"
+#include "migrate.h"
 #include "rackd.h"
 #include "state.h"
 
@@ -390,6 +391,8 @@ uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
 		return live_input(d, c, m);
 	if (m->type == EDP_RECONNECT || m->type == EDP_RECONNECT_ACK)
 		return reconnect_input(d, c, p, m);
+	if (m->type == EDP_AWAY || m->type == EDP_AWAY_ACK)
+		return migrate_input(d, c, m);
 	if (conn_is_client(c))
 		client_input(d, c, m);
 	else

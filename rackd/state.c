@@ -41,6 +41,8 @@ struct saved {
 	uint32_t reconnections, suspensions;
 	struct setup_saved keys;
 	struct conn_end lend, rend;
+	bool rebased;		/* progress= given */
+	uint32_t snd_base, rcv_base;
 	unsigned seen;		/* fields found, as bits of enum field */
 };
 
@@ -103,7 +105,10 @@ static void put_end(FILE *f, const char *name, const struct conn_end *e)
 		(unsigned)e->mss, (unsigned)e->wscale);
 }
 
-void state_write_conn(FILE *f, const struct conn *c)
+/* The line of C; its socket's sequence numbers start from SND, RCV when
+ * REBASED (restored by CRIU, or about to be). */
+static void write_conn(FILE *f, const struct conn *c, bool rebased,
+		       uint32_t snd, uint32_t rcv)
 {
 	struct setup_saved k;
 
@@ -131,8 +136,30 @@ void state_write_conn(FILE *f, const struct conn *c)
 		k.hb_out, k.hb_acked, k.hb_in, k.rc_base);
 	put_end(f, "lend", &c->lend);
 	put_end(f, "rend", &c->rend);
+	if (rebased)
+		fprintf(f, " progress=%" PRIu32 ",%" PRIu32, snd, rcv);
 	fputc('\n', f);
 	sodium_memzero(&k, sizeof(k));
+}
+
+void state_write_conn(FILE *f, const struct conn *c)
+{
+	write_conn(f, c, c->rebased, c->snd_base, c->rcv_base);
+}
+
+int state_export_conn(FILE *f, const struct conn *c)
+{
+	struct sockdiag_progress pr;
+	uint32_t snd_una, rcv_nxt;
+	int ret = sockdiag_progress(&c->local, &c->remote, &pr);
+
+	if (ret)
+		return ret;
+	/* What the checkpoint's socket will start from where it is
+	 * restored: its counters begin at zero there. */
+	conn_seq_progress(c, &pr, &snd_una, &rcv_nxt);
+	write_conn(f, c, true, snd_una, rcv_nxt);
+	return 0;
 }
 
 static int sync_dir(const char *path)
@@ -224,7 +251,7 @@ enum field {
 	F_KEPT, F_STATE, F_SINCE, F_CREATED, F_RECONNECTED, F_RECONNECTIONS,
 	F_SUSPENSIONS, F_CONN_ID, F_KEY, F_PK_CLIENT, F_PK_SERVER,
 	F_ISN_CLIENT, F_ISN_SERVER, F_HB_OUT, F_HB_ACKED, F_HB_IN, F_RC_BASE,
-	F_LEND, F_REND, F_COUNT
+	F_LEND, F_REND, F_PROGRESS, F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
@@ -232,7 +259,7 @@ static const char *const field_names[F_COUNT] = {
 	"kept_local", "state", "suspended_since", "created", "reconnected",
 	"reconnections", "suspensions", "conn_id", "key", "pk_client",
 	"pk_server", "isn_client", "isn_server", "hb_out", "hb_acked", "hb_in",
-	"rc_base", "lend", "rend",
+	"rc_base", "lend", "rend", "progress",
 };
 
 static bool parse_u64(const char *v, uint64_t max, uint64_t *out, int base)
@@ -314,6 +341,21 @@ static bool parse_end(const char *v, struct conn_end *e)
 	return true;
 }
 
+/* "SND,RCV" */
+static bool parse_progress(const char *v, struct saved *s)
+{
+	char first[16];
+	const char *comma = strchr(v, ',');
+
+	if (!comma || (size_t)(comma - v) >= sizeof(first))
+		return false;
+	memcpy(first, v, (size_t)(comma - v));
+	first[comma - v] = '\0';
+	s->rebased = true;
+	return parse_u32(first, &s->snd_base) &&
+	       parse_u32(comma + 1, &s->rcv_base);
+}
+
 static bool parse_field(struct saved *s, enum field f, const char *v)
 {
 	struct setup_saved *k = &s->keys;
@@ -352,6 +394,7 @@ static bool parse_field(struct saved *s, enum field f, const char *v)
 	case F_HB_ACKED: return parse_u32(v, &k->hb_acked);
 	case F_HB_IN: return parse_u32(v, &k->hb_in);
 	case F_RC_BASE: return parse_u32(v, &k->rc_base);
+	case F_PROGRESS: return parse_progress(v, s);
 	case F_LEND: return parse_end(v, &s->lend);
 	case F_REND: return parse_end(v, &s->rend);
 	case F_COUNT: break;
@@ -387,9 +430,11 @@ static bool parse_conn(char *line, struct saved *s, char *err, size_t errlen)
 		}
 		s->seen |= 1u << f;
 	}
-	/* suspended_since only with state=suspended. */
+	/* suspended_since only with state=suspended; progress only for a
+	 * socket restored by CRIU. */
 	if (!s->suspended)
 		need &= ~(1u << F_SINCE);
+	need &= ~(1u << F_PROGRESS);
 	if ((s->seen & need) != need) {
 		for (unsigned f = 0; f < F_COUNT; f++)
 			if ((need & ~s->seen) & (1u << f)) {
@@ -534,6 +579,9 @@ static bool restore(struct rackd *d, const struct saved *s, time_t now)
 	c->created = (time_t)s->created;
 	c->lend = s->lend;
 	c->rend = s->rend;
+	c->rebased = s->rebased;
+	c->snd_base = s->snd_base;
+	c->rcv_base = s->rcv_base;
 	setup_restore(d, c, &s->keys);
 	/* The splice goes into the table's first transaction. */
 	if (conn_spliced(c)) {
@@ -604,4 +652,47 @@ void state_load(struct rackd *d)
 	else
 		log_warnx("state file %s refused (%s): no connection "
 			  "restored", s->path, err);
+}
+
+struct conn *state_import(struct rackd *d, char *line, char *err,
+			  size_t errlen)
+{
+	struct saved s;
+	struct conn *c;
+
+	if (strncmp(line, "conn ", 5)) {
+		snprintf(err, errlen, "not a 'conn' line");
+		return NULL;
+	}
+	if (!parse_conn(line + 5, &s, err, errlen))
+		goto out;
+	if (!s.rebased) {
+		snprintf(err, errlen, "no progress field: not an export "
+			 "(rackckpt dump) of a connection");
+		goto out;
+	}
+	if (conn_lookup(&d->conns, &s.local, &s.remote) ||
+	    conn_find_edp(&d->conns, s.keys.conn_id)) {
+		snprintf(err, errlen, "connection already known here");
+		goto out;
+	}
+	c = track_restore(d, &s.local, &s.remote, s.dir);
+	c->wire_local = s.wire_local;
+	c->wire_remote = s.wire_remote;
+	c->confirmed = s.confirmed;
+	c->reconnections = s.reconnections;
+	c->suspensions = s.suspensions;
+	c->reconnected = (time_t)s.reconnected;
+	c->created = (time_t)s.created;
+	c->lend = s.lend;
+	c->rend = s.rend;
+	c->rebased = true;
+	c->snd_base = s.snd_base;
+	c->rcv_base = s.rcv_base;
+	setup_restore(d, c, &s.keys);
+	sodium_memzero(&s, sizeof(s));
+	return c;
+out:
+	sodium_memzero(&s, sizeof(s));
+	return NULL;
 }

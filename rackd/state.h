@@ -59,8 +59,17 @@ int state_write(struct rackd *d);
 void state_load(struct rackd *d);
 /* Whether C belongs in the file. */
 bool state_managed(const struct conn *c);
-/* One connection as a "conn" line (rackckpt hands these over too). */
+/* One connection as a "conn" line. */
 void state_write_conn(FILE *f, const struct conn *c);
+/* C's line for rackckpt: with the sequence numbers its socket has now,
+ * from which the restored socket's counters start. 0 or -errno (no
+ * socket). */
+int state_export_conn(FILE *f, const struct conn *c);
+/* A connection from an exported LINE (modified in place), keyed and set
+ * up, not yet on any path nor spliced; NULL with ERR set if the line is
+ * bad or the connection is known here already. */
+struct conn *state_import(struct rackd *d, char *line, char *err,
+			  size_t errlen);
 void state_free(struct rackd *d);
 
 #endif

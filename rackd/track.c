@@ -56,6 +56,7 @@ static void track_expire(struct timer *t, void *arg)
 	if (c->state == CONN_SUSPENDED) {
 		hold_abort(d, c);
 		live_detach(d, c);
+		c->migration = MIG_NONE;
 		return;
 	}
 	if (c->hold) {
@@ -370,8 +371,15 @@ static void track_inbound_held(struct rackd *d, struct queue *q,
 			       const struct queue_packet *qp, struct conn *c,
 			       const struct packet *p)
 {
-	int len = hold_inbound(d, c, p, rewrite_buf, sizeof(rewrite_buf));
+	int len;
 
+	/* The peer's process was checkpointed: whatever still comes from
+	 * where it was is not from the socket that will resume. */
+	if (c->migration == MIG_AWAY) {
+		queue_verdict(q, qp->id, NF_DROP);
+		return;
+	}
+	len = hold_inbound(d, c, p, rewrite_buf, sizeof(rewrite_buf));
 	if (len > 0)
 		queue_verdict_replace(q, qp->id, rewrite_buf, (size_t)len);
 	else
@@ -520,9 +528,19 @@ void track_sweep(struct rackd *d)
 		 * under a burst of SYNs answered with SYN cookies, for a
 		 * connection whose last ACK has not arrived: there is no
 		 * request socket to show until it does. */
+		if (c->swept && c->migration == MIG_ARRIVING) {
+			/* Restored, and rackckpt has not said so (yet). */
+			migrate_arrived(d, c);
+			continue;
+		}
 		if (c->swept || c->state == CONN_HANDSHAKE ||
 		    c->state == CONN_SETUP)
 			continue;
+		/* An imported connection's socket is restored after it. */
+		if (c->migration == MIG_ARRIVING && loop_now() < c->arrive_by)
+			continue;
+		if (c->migration == MIG_ARRIVING)
+			d->migrate.arrive_expired++;
 		conn_log(c, "closed");
 		d->stats.conns_closed++;
 		if (c->peer == PEER_RACKS)

@@ -53,7 +53,7 @@ REPO = TESTS_DIR.parent
 TOOLS = TESTS_DIR / "tools"
 PYTHON = "/usr/bin/python3"
 KILL_GRACE = 3.0          # seconds between SIGTERM and SIGKILL at teardown
-NS_PATTERN = re.compile(r"^rk(\d+)x\d+[arb]$")
+NS_PATTERN = re.compile(r"^rk(\d+)x\d+[a-z]$")
 
 
 def _load_tool(name):
@@ -684,9 +684,8 @@ ROUTER_SYSCTLS = {
 }
 
 HOST_IFACE = "eth0"
-ROUTER_IFACE = {"a": "ra", "b": "rb"}
+ROUTER_IFACE = {"a": "ra", "b": "rb"}     # add_host(X): "rX"
 SUBNET = {"a": 1, "b": 2}                 # third octet / second v6 group
-NETEM_TABLE = {"a": 101, "b": 102}        # R's policy-routing table per link
 NETEM_RULE_PREF = 1000
 
 
@@ -718,6 +717,8 @@ class Topology:
         tag = tag or f"rk{os.getpid()}x{next(_counter)}"
         self.tag = tag
         self.a, self.r, self.b = (Netns(tag + x) for x in "arb")
+        self._nodes = {"a": self.a, "r": self.r, "b": self.b}
+        self._subnet = dict(SUBNET)        # host -> its first subnet's number
         self.addr = {h: {"v4": str(self._host_ip(v4_net(n))),
                          "v6": str(self._host_ip(v6_net(n)))}
                      for h, n in SUBNET.items()}
@@ -760,10 +761,10 @@ class Topology:
 
     def _build_link(self, host):
         """veth R:r<host> <-> host:eth0, addresses and the default route."""
-        ns, rif = self.ns(host), ROUTER_IFACE[host]
+        ns, rif = self.ns(host), self.router_iface(host)
         self.r.ip("link", "add", rif, "type", "veth",
                   "peer", "name", HOST_IFACE, "netns", ns.name)
-        n = SUBNET[host]
+        n = self._subnet[host]
         self.r.ip_batch([
             f"link set {rif} up",
             f"addr add {self._router_ip(v4_net(n))}/24 dev {rif}",
@@ -788,19 +789,45 @@ class Topology:
     # lookup -------------------------------------------------------------
 
     def ns(self, name):
-        """The Netns of 'a', 'r' or 'b'."""
+        """The Netns of 'a', 'r', 'b' or a host from add_host()."""
         try:
-            return {"a": self.a, "r": self.r, "b": self.b}[name]
+            return self._nodes[name]
         except KeyError:
-            raise ValueError(f"no node {name!r}: use 'a', 'r' or 'b'") from None
+            raise ValueError(f"no node {name!r}: use one of "
+                             f"{', '.join(sorted(self._nodes))}") from None
 
-    @staticmethod
-    def router_iface(host):
+    @property
+    def hosts(self):
+        """Every host's name ('a', 'b', then add_host()'s), not R."""
+        return list(self._subnet)
+
+    def router_iface(self, host):
         """R's interface facing host ('a' -> 'ra')."""
-        try:
-            return ROUTER_IFACE[host]
-        except KeyError:
-            raise ValueError(f"no host {host!r}: use 'a' or 'b'") from None
+        if host not in self._subnet:
+            raise ValueError(f"no host {host!r}: use one of "
+                             f"{', '.join(self._subnet)}")
+        return "r" + host
+
+    def add_host(self, name, timeout=10):
+        """One more host, NAME (a letter other than a, b, r), on a fresh
+        subnet of its own behind R (10.71.N.2/24, fd71:N::2/64); returns
+        its Netns once it pings A. Torn down with the topology."""
+        if not re.fullmatch(r"[c-qs-z]", name) or name in self._nodes:
+            raise ValueError(f"host name {name!r}: one free letter c-z, not r")
+        n = next(self._next_subnet)
+        ns = Netns(self.tag + name)
+        run(["ip", "netns", "add", ns.name])
+        self._created.append(ns.name)
+        self._nodes[name] = ns
+        self._subnet[name] = n
+        self.addr[name] = {"v4": str(self._host_ip(v4_net(n))),
+                           "v6": str(self._host_ip(v6_net(n)))}
+        self.prefix[name] = {"v4": 24, "v6": 64}
+        ns.ip("link", "set", "lo", "up")
+        ns.sysctls(HOST_SYSCTLS)
+        self._build_link(name)
+        self.wait_reachable(src=name, dst="a", timeout=timeout)
+        return ns
 
     def other(self, host):
         self.router_iface(host)
@@ -890,8 +917,12 @@ class Topology:
 }}
 """)
 
+    def _netem_table(self, host):
+        """R's policy-routing table for the link to host (101 for A)."""
+        return 100 + self._subnet[host]
+
     def _add_delay(self, host, delay_ms):
-        tun, table = f"t{host}", NETEM_TABLE[host]
+        tun, table = f"t{host}", self._netem_table(host)
         proc = self.r.popen([PYTHON, str(TOOLS / "tundelay.py"),
                              "--dev", tun, "--delay-ms", str(delay_ms)])
         self._netem_procs[host] = proc
@@ -911,7 +942,7 @@ class Topology:
         if proc is None:
             return
         from_iface = self.router_iface(self.other(host))
-        table = NETEM_TABLE[host]
+        table = self._netem_table(host)
         for family in ("-4", "-6"):
             self.r.ip(family, "rule", "del", "iif", from_iface, "lookup",
                       str(table), "pref", str(NETEM_RULE_PREF), check=False)
@@ -1013,7 +1044,7 @@ class Topology:
 
     @property
     def rackds(self):
-        return [r for ns in (self.a, self.r, self.b) for r in ns.rackds]
+        return [r for ns in self._nodes.values() for r in ns.rackds]
 
     def logs(self):
         """All rackd logs of this topology, for assertion messages."""
@@ -1035,7 +1066,7 @@ class Topology:
         keep = bool(os.environ.get("RACKS_TEST_KEEP"))
         for rackd in self.rackds:
             rackd.close(keep_files=keep)
-        for ns in (self.a, self.r, self.b):
+        for ns in self._nodes.values():
             ns.kill_processes()
         for ns in {r.ns.name: r.ns for r in self.rackds}.values():
             self._drop_racks_table(ns)

@@ -14,6 +14,7 @@
 static const uint8_t all_types[] = {
 	EDP_SYN, EDP_SYNACK, EDP_KEY, EDP_CONFIRM, EDP_DONE,
 	EDP_HEARTBEAT, EDP_HEARTBEAT_ACK, EDP_RECONNECT, EDP_RECONNECT_ACK,
+	EDP_AWAY, EDP_AWAY_ACK,
 };
 
 static void fill_random(uint8_t *p, size_t n)
@@ -104,6 +105,7 @@ TEST(exact_bytes_and_padding)
 		{ EDP_KEY, 40, 37 },	{ EDP_CONFIRM, 24, 21 },
 		{ EDP_DONE, 24, 21 },	{ EDP_HEARTBEAT, 36, 33 },
 		{ EDP_RECONNECT, 36, 33 }, { EDP_RECONNECT_ACK, 36, 33 },
+		{ EDP_AWAY, 36, 33 },	{ EDP_AWAY_ACK, 36, 33 },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -168,7 +170,7 @@ TEST(build_without_room)
 		CHECK_EQ_INT(edp_option_build(&m, buf, size), size);
 	}
 	/* Unknown types are never built, whatever the room. */
-	static const uint8_t bad[] = { 0, 10, 15, 0xff };
+	static const uint8_t bad[] = { 0, EDP_TYPE_MAX, 15, 0xff };
 
 	for (size_t i = 0; i < sizeof(bad); i++) {
 		struct edp_msg m = random_msg(bad[i]);
@@ -249,7 +251,7 @@ TEST(parse_length)
 TEST(parse_version_and_type)
 {
 	static const uint8_t versions[] = { 0, 2, 15 };
-	static const uint8_t types[] = { 0, 10, 15 };
+	static const uint8_t types[] = { 0, EDP_TYPE_MAX, 15 };
 	uint8_t b[8];
 	struct edp_msg m;
 

@@ -1,0 +1,212 @@
+"""rackd's part in moving a process to another host (migrate.h), driven
+through the control protocol the way rackckpt drives it: export on the
+source (the peer holds its socket), then either unexport (the checkpoint
+failed: resume in place) or release (forgotten here), and import plus
+restored on the destination. The end-to-end moves of real processes with
+CRIU are in test_rackckpt.py; here the steps are checked one by one, with
+their refusals.
+
+Topology: A -- R -- B, plus C on a subnet of its own where needed::
+
+    A (rackd, source) ---- R ---- B (rackd, peer)
+                           |
+                           C (rackd, destination)
+"""
+
+import signal
+import time
+
+import pytest
+
+import racks
+import testbed
+from testbed import start_xfer_client, start_xfer_server
+
+MB = 1024 * 1024
+PORT = 5001
+FAST = "suspend_after = 1s\n"
+
+
+# A control request from an unprivileged process: prints the reply.
+AS_NOBODY = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(f"cmd={sys.argv[2]}\\nid=1\\n\\n".encode())
+print(s.recv(4096).decode())
+"""
+
+
+def managed_transfer(topo, size, rate=MB, config_b=FAST):
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=config_b)
+    server = start_xfer_server(topo.b, PORT, send=size, rate=rate, timeout=120)
+    client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, size,
+                               recv=True, rate=rate, timeout=120,
+                               announce=True)
+    client.connected()
+    cid = racks.wait_states(ra, "connected", remote_port=PORT)[0]["id"]
+    return ra, rb, server, client, cid
+
+
+def ok(reply):
+    records, errno, error = reply
+    assert errno == 0, error
+    return records
+
+
+def refused(reply, want_errno, text):
+    records, errno, error = reply
+    assert errno == want_errno, (errno, error)
+    assert text in error, error
+    return error
+
+
+def export_until_held(rackd, *ids, timeout=5):
+    """Export IDS and ask again until every peer holds its socket; the
+    last reply's records."""
+    def held():
+        recs = ok(racks.ctl_request(rackd, "export",
+                                    *[("id", i) for i in ids]))[1:]
+        return recs if all(r["acked"] == "true" for r in recs) else None
+    return testbed.wait_until(held, timeout, "the peers to hold")
+
+
+def peer_conn(rb):
+    conns = racks.conns_between(rb, local_port=PORT)
+    assert len(conns) == 1, conns
+    return rb.ctl_json("show", str(conns[0]["id"]))
+
+
+def test_export_holds_the_peer_and_unexport_resumes():
+    """An exported connection's peer holds its socket (zero window, no
+    heartbeats, no suspension of its own) for as long as the export lasts;
+    unexport resumes it in place and not a byte is lost."""
+    size = 6 * MB
+    with testbed.Topology.create() as topo:
+        ra, rb, server, client, cid = managed_transfer(topo, size)
+        recs = export_until_held(ra, cid)
+        line = recs[0]["state"]
+        assert line.startswith("conn ") and " progress=" in line
+        assert " key=" in line
+        shown = ra.ctl_json("show", str(cid))
+        assert shown["migration"] == "leaving" and shown["peer_holds"]
+        peer = peer_conn(rb)
+        assert peer["migration"] == "peer-away"
+        assert peer["state"] == "suspended"
+        # Longer than suspend_after: parked connections are not judged
+        # by heartbeats, so neither end aborts nor resumes on its own.
+        time.sleep(3)
+        assert peer_conn(rb)["state"] == "suspended"
+        assert ra.ctl_json("show", str(cid))["state"] == "suspended"
+        ok(racks.ctl_request(ra, "unexport", ("id", cid)))
+        racks.wait_states(ra, "connected", remote_port=PORT)
+        racks.wait_states(rb, "connected", local_port=PORT)
+        assert "migration" not in peer_conn(rb)
+        racks.check_both_ways(server, client, size)
+        sa, sb = ra.status(), rb.status()
+        assert sa["migrations_exported"] == sa["migrations_unexported"] == 1
+        assert sa["away_acks_in"] >= 1 and sb["away_in"] >= 1
+        assert sb["suspend_aborts"] == 0
+
+
+def test_migration_commands_refuse_bad_requests():
+    """Each step refuses what it cannot do, changing nothing: unknown and
+    unmanaged connections, a step out of order, import lines that are not
+    exports, a restored socket that does not exist."""
+    with testbed.Topology.create() as topo:
+        ra = topo.start_rackd("a", config=FAST)
+        # B without rackd: A's connection is plain, not managed.
+        server = start_xfer_server(topo.b, PORT, send=MB, rate=MB // 4,
+                                   timeout=60)
+        client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, MB,
+                                   recv=True, rate=MB // 4, timeout=60,
+                                   announce=True)
+        client.connected()
+        plain = racks.wait_states(ra, "released", remote_port=PORT)[0]["id"]
+        refused(racks.ctl_request(ra, "export", ("id", plain)), 107,
+                "not managed by racks")
+        refused(racks.ctl_request(ra, "export", ("id", 999)), 2,
+                "no connection with id 999")
+        refused(racks.ctl_request(ra, "export"), 22, "missing connection id")
+        refused(racks.ctl_request(ra, "export", ("id", "x1")), 22,
+                "bad connection id")
+        refused(racks.ctl_request(ra, "unexport", ("id", plain)), 22,
+                "is not exported")
+        refused(racks.ctl_request(ra, "release", ("id", plain)), 22,
+                "is not exported")
+        refused(racks.ctl_request(ra, "restored", ("id", plain)), 22,
+                "was not imported")
+        refused(racks.ctl_request(ra, "import"), 22, "no state= line")
+        refused(racks.ctl_request(ra, "import", ("state", "garbage")), 22,
+                "connection 1: not a 'conn' line")
+        # A state-file line (no progress= field) is not an export.
+        state_line = ("conn dir=out local=10.9.0.1:1 remote=10.9.0.2:2 "
+                      "wire_local=10.9.0.1:1 wire_remote=10.9.0.2:2 "
+                      "confirmed=1 kept_local=0 state=connected created=1 "
+                      "reconnected=0 reconnections=0 suspensions=0 "
+                      "conn_id=0000000000000001 key=" + "00" * 32 +
+                      " pk_client=" + "00" * 32 + " pk_server=" + "00" * 32 +
+                      " isn_client=1 isn_server=2 hb_out=1 hb_acked=1 "
+                      "hb_in=1 rc_base=0 lend=1,1,1460,7 rend=1,2,1460,7")
+        refused(racks.ctl_request(ra, "import", ("state", state_line)), 22,
+                "no progress field")
+        refused(racks.ctl_request(
+            ra, "import", ("state", state_line + " progress=5,-1")), 22,
+            "bad value for progress")
+        # A good line after a bad one: neither is kept.
+        good = state_line.replace("conn_id=0000000000000001",
+                                  "conn_id=0000000000000002") + \
+            " progress=2,3"
+        refused(racks.ctl_request(ra, "import", ("state", good),
+                                  ("state", "conn x")), 22,
+                "connection 2: ")
+        assert [c["id"] for c in ra.connections()] == [plain]
+        # Imported, its socket never restored: "restored" says so, and
+        # release drops it.
+        recs = ok(racks.ctl_request(ra, "import", ("state", good)))
+        new = recs[1]["id"]
+        refused(racks.ctl_request(ra, "restored", ("id", new)), 2,
+                "no such socket here")
+        assert ra.ctl_json("show", new)["migration"] == "arriving"
+        ok(racks.ctl_request(ra, "release", ("id", new)))
+        assert [c["id"] for c in ra.connections()] == [plain]
+        # Non-root clients may not drive a migration.
+        ra.dir.chmod(0o755)
+        for cmd in ("export", "unexport", "release", "import", "restored"):
+            proc = testbed.run(
+                ["setpriv", "--reuid=65534", "--regid=65534",
+                 "--clear-groups", testbed.PYTHON, "-c", AS_NOBODY,
+                 str(ra.sock), cmd], check=False)
+            assert f"'{cmd}' needs root" in proc.stdout, proc
+        client.result(60)
+        server.results(60)
+
+
+def test_a_restore_that_never_happens_ends_with_max_suspend():
+    """The source releases the connection (its process was checkpointed)
+    and nothing restores it: the peer holds its socket for max_suspend,
+    then resets it deliberately, and its program sees the error rather
+    than waiting forever. Whatever the old socket still sends meanwhile is
+    dropped on the peer."""
+    size = 64 * MB
+    with testbed.Topology.create() as topo:
+        ra, rb, server, client, cid = managed_transfer(
+            topo, size, rate=MB, config_b=FAST + "max_suspend = 3s\n")
+        export_until_held(ra, cid)
+        # The checkpointed process is gone from A as far as rackd knows;
+        # here it is only stopped, so its socket still retransmits.
+        client.proc.send_signal(signal.SIGSTOP)
+        try:
+            ok(racks.ctl_request(ra, "release", ("id", cid)))
+            assert racks.conns_between(ra, remote_port=PORT) == []
+            start = time.monotonic()
+            testbed.wait_until(lambda: rb.status()["suspend_aborts"] == 1, 10,
+                               "B to abort after max_suspend")
+            waited = time.monotonic() - start
+            assert 2.5 <= waited <= 6, waited
+            report = server.next_report(timeout=10)
+            assert "error" in report, report
+        finally:
+            client.proc.send_signal(signal.SIGCONT)
+        assert ra.status()["migrations_released"] == 1
