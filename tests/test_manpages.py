@@ -67,6 +67,18 @@ def test_every_status_counter_is_documented():
     assert not missing, f"keys rackctl.8 does not describe: {missing}"
 
 
+def test_every_migration_reply_key_is_documented():
+    """rackckpt's commands (rackd/ctl_migrate.c) reply with keys that
+    rackd.8's MIGRATION section names."""
+    keys = set(re.findall(r'proto_put\(out, "(\w+)"',
+                          source("rackd/ctl_migrate.c")))
+    keys.discard("record")
+    page = (MAN / "rackd.8").read_text()
+    section = page[page.index(".Sh MIGRATION"):page.index(".Sh IF RACKD DIES")]
+    missing = [k for k in keys if f"Ql {k}" not in section]
+    assert keys and not missing, f"keys rackd.8 does not describe: {missing}"
+
+
 @pytest.mark.parametrize("page", ["rackd.8", "rackctl.8", "racks.conf.5"])
 def test_page_is_lint_clean(page):
     if not shutil.which("mandoc"):
