@@ -35,7 +35,8 @@ pkg_libs = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 COMMON_SRC := common/addr.c common/proto.c
 EDP_SRC := $(wildcard edp/*.c)
 RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC)
-RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) $(EDP_SRC)
+RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
+RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c
 # Pure logic covered by the C unit tests (no netlink, no daemon state).
 UNIT_LIB_SRC := rackd/packet.c rackd/csum.c rackd/config.c rackd/timer.c \
 	rackd/log.c rackd/rewrite.c $(EDP_SRC) $(COMMON_SRC)
@@ -46,7 +47,7 @@ obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
 .PHONY: all deps install uninstall clean check check-unit check-integration \
 	check-slow asan fuzz demo bench-tools bench deb
-all: $(BUILD)/rackd $(BUILD)/rackctl
+all: $(BUILD)/rackd $(BUILD)/rackctl $(BUILD)/rackckpt
 
 deps:
 	$(Q)./packaging/deps.sh
@@ -63,6 +64,10 @@ $(BUILD)/rackd: $(call obj,obj,$(RACKD_SRC))
 $(BUILD)/rackctl: $(call obj,obj,$(RACKCTL_SRC))
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
+
+$(BUILD)/rackckpt: $(call obj,obj,$(RACKCKPT_SRC))
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libsodium libmnl 2>/dev/null)
 
 # The daemon under AddressSanitizer and UndefinedBehaviorSanitizer.
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -123,15 +128,16 @@ demo: deps all
 
 # The unit's ExecStart and ExecReload follow SBINDIR. An existing
 # racks.conf is the administrator's: never overwritten, and removed by
-# uninstall only while it is still the default one. (rackckpt and its man
-# page, checkpoint/, a later issue, are to be installed here too.)
+# uninstall only while it is still the default one.
 RACKS_CONF := $(DESTDIR)$(SYSCONFDIR)/racks/racks.conf
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(SYSTEMDUNITDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/racks
-	install -m 0755 $(BUILD)/rackd $(BUILD)/rackctl $(DESTDIR)$(SBINDIR)/
-	install -m 0644 man/rackd.8 man/rackctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0755 $(BUILD)/rackd $(BUILD)/rackctl $(BUILD)/rackckpt \
+		$(DESTDIR)$(SBINDIR)/
+	install -m 0644 man/rackd.8 man/rackctl.8 man/rackckpt.8 \
+		$(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/racks.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	sed 's|/usr/sbin/|$(SBINDIR)/|g' packaging/rackd.service \
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/rackd.service
@@ -140,7 +146,9 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rackd $(DESTDIR)$(SBINDIR)/rackctl \
+		$(DESTDIR)$(SBINDIR)/rackckpt \
 		$(DESTDIR)$(MANDIR)/man8/rackd.8 $(DESTDIR)$(MANDIR)/man8/rackctl.8 \
+		$(DESTDIR)$(MANDIR)/man8/rackckpt.8 \
 		$(DESTDIR)$(MANDIR)/man5/racks.conf.5 \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/rackd.service
 	! cmp -s packaging/racks.conf $(RACKS_CONF) || rm -f $(RACKS_CONF)

@@ -27,17 +27,24 @@ for p in $BUILD_PKGS $TEST_PKGS $PKG_PKGS; do
 	fi
 done
 
-if [ -z "$missing" ]; then
-	exit 0
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps.sh: missing packages:$missing (run as root to install)" >&2
+		exit 1
+	fi
+	echo "deps.sh: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "deps.sh: missing packages:$missing (run as root to install)" >&2
-	exit 1
+# CRIU 4.2.1 for rackckpt, built once into build/criu by build-criu.sh
+# (which installs CRIU's own build dependencies). Checked here by its
+# version alone, so that an up-to-date tree costs one exec, not the
+# script's `criu check`.
+here=$(cd "$(dirname "$0")" && pwd)
+criu="$here/../build/criu/sbin/criu"
+if ! "$criu" --version 2>/dev/null | grep -qx "Version: 4.2.1"; then
+	"$here/build-criu.sh"
 fi
-
-echo "deps.sh: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing

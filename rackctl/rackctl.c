@@ -13,20 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "addr.h"
+#include "ctlclient.h"
 #include "probe.h"
 #include "proto.h"
 
 #define RACKCTL_VERSION "0.1.0"
 #define DEFAULT_SOCKET "/run/racks/rackd.sock"
-
-struct reply {
-	char *buf;
-	struct proto_msg msg;
-};
 
 struct ctx {
 	const char *sock_path;
@@ -55,88 +50,40 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
+/* The shared client (common/ctlclient.c) reports; rackctl exits. */
 static int connect_daemon(const char *path)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
+	char err[512];
+	int fd = ctlclient_connect(path, err, sizeof(err));
 
-	if (strlen(path) >= sizeof(sun.sun_path))
-		die("socket path too long: %s", path);
-	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		die("socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		if (errno == ENOENT || errno == ECONNREFUSED)
-			die("rackd is not running (no daemon at %s)", path);
-		die("cannot reach rackd at %s: %s", path, strerror(errno));
-	}
+		die("%s", err);
 	return fd;
 }
 
 static void send_all(int fd, const char *buf, size_t len)
 {
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+	char err[512];
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			die("sending request: %s", strerror(errno));
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
+	if (ctlclient_send_all(fd, buf, len, err, sizeof(err)))
+		die("%s", err);
 }
 
 /* Send REQUEST (lines without the final blank line) and read the reply. */
-static void transact(struct ctx *ctx, const char *request, struct reply *r)
+static void transact(struct ctx *ctx, const char *request,
+		     struct ctlclient_reply *r)
 {
-	int fd = connect_daemon(ctx->sock_path);
-	size_t len = 0, cap = 65536, mlen = 0;
-	const char *err;
-	int eno;
+	char err[512];
+	int refused;
 
-	send_all(fd, request, strlen(request));
-	send_all(fd, "\n", 1);
-	r->buf = malloc(cap);
-	if (!r->buf)
-		die("out of memory");
-	while (!(mlen = proto_message_len(r->buf, len))) {
-		if (len == cap) {
-			if (cap >= PROTO_MAX_MESSAGE)
-				die("reply from rackd too long");
-			cap *= 2;
-			r->buf = realloc(r->buf, cap);
-			if (!r->buf)
-				die("out of memory");
-		}
-		ssize_t n = recv(fd, r->buf + len, cap - len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			die("rackd closed the connection before replying");
-		len += (size_t)n;
-	}
-	close(fd);
-	if (proto_parse(r->buf, mlen, &r->msg))
-		die("malformed reply from rackd");
-	err = proto_get(&r->msg, "errno");
-	if (!err)
-		die("reply from rackd lacks errno");
-	eno = atoi(err);
-	if (eno) {
-		const char *msg = proto_get(&r->msg, "error");
-
-		die("%s", msg ? msg : strerror(eno));
-	}
+	if (ctlclient_transact(ctx->sock_path, request, r, err, sizeof(err),
+			       &refused))
+		die("%s", err);
 }
 
-static void reply_free(struct reply *r)
+static void reply_free(struct ctlclient_reply *r)
 {
-	proto_msg_free(&r->msg);
-	free(r->buf);
+	ctlclient_reply_free(r);
 }
 
 static bool is_number(const char *s)
@@ -202,9 +149,7 @@ static void json_object(const struct proto_msg *m, size_t from, size_t to)
 /* Index of the next "record" line at or after I, or m->n. */
 static size_t next_record(const struct proto_msg *m, size_t i)
 {
-	while (i < m->n && strcmp(m->kv[i].key, "record") != 0)
-		i++;
-	return i;
+	return ctlclient_next_record(m, i);
 }
 
 /* A flat reply: "key value" lines, or one JSON object. */
@@ -222,7 +167,7 @@ static void print_object(const struct ctx *ctx, const struct proto_msg *m)
 
 static int run_status(struct ctx *ctx, int argc, char **argv)
 {
-	struct reply r;
+	struct ctlclient_reply r;
 
 	(void)argc, (void)argv;
 	transact(ctx, "cmd=status\nversion=1\n", &r);
@@ -242,7 +187,7 @@ static const char *field(const struct proto_msg *m, size_t from, size_t to,
 
 static int run_list(struct ctx *ctx, int argc, char **argv)
 {
-	struct reply r;
+	struct ctlclient_reply r;
 	size_t i;
 	bool first = true;
 
@@ -288,7 +233,7 @@ static int run_list(struct ctx *ctx, int argc, char **argv)
 
 static int run_show(struct ctx *ctx, int argc, char **argv)
 {
-	struct reply r;
+	struct ctlclient_reply r;
 	char req[128];
 
 	(void)argc;
@@ -307,7 +252,7 @@ static int run_show(struct ctx *ctx, int argc, char **argv)
 /* Both ends moved: where connection ID's peer is now. */
 static int run_peer(struct ctx *ctx, int argc, char **argv)
 {
-	struct reply r;
+	struct ctlclient_reply r;
 	char req[256];
 	struct endpoint ep;
 	bool has_port;
@@ -337,7 +282,7 @@ static int run_peer(struct ctx *ctx, int argc, char **argv)
 
 static int run_reload(struct ctx *ctx, int argc, char **argv)
 {
-	struct reply r;
+	struct ctlclient_reply r;
 
 	(void)argc, (void)argv;
 	transact(ctx, "cmd=reload\nversion=1\n", &r);

@@ -79,7 +79,7 @@ def test_every_migration_reply_key_is_documented():
     assert keys and not missing, f"keys rackd.8 does not describe: {missing}"
 
 
-@pytest.mark.parametrize("page", ["rackd.8", "rackctl.8", "racks.conf.5"])
+@pytest.mark.parametrize("page", ["rackd.8", "rackctl.8", "rackckpt.8", "racks.conf.5"])
 def test_page_is_lint_clean(page):
     if not shutil.which("mandoc"):
         pytest.skip("mandoc not installed (packaging/deps.sh installs it)")

@@ -210,3 +210,145 @@ def test_a_restore_that_never_happens_ends_with_max_suspend():
         finally:
             client.proc.send_signal(signal.SIGCONT)
         assert ra.status()["migrations_released"] == 1
+
+
+# --- whole moves with rackckpt and CRIU ----------------------------------------
+
+RACKCKPT = testbed.REPO / "build" / "rackckpt"
+CRIU = testbed.REPO / "build" / "criu" / "sbin" / "criu"
+ECHO = str(testbed.TOOLS / "echocheck.py")
+ECHO_PORT = 6001
+
+
+def rackckpt(rackd, *args, timeout=60):
+    """rackckpt -S (rackd's socket) ARGS in rackd's namespace."""
+    proc = testbed.run(rackd.ns.exec_prefix(nsenter=True) +
+                       [str(RACKCKPT), "-S", str(rackd.sock), *map(str, args)],
+                       check=False, timeout=timeout)
+    return proc
+
+
+def echo_servers(topo, hosts):
+    servers = {}
+    for h in hosts:
+        p = topo.ns(h).popen([testbed.PYTHON, ECHO, "server", "--port",
+                              ECHO_PORT])
+        assert testbed.read_line(p, 10, f"echo server on {h}") == "READY"
+        servers[h] = p
+    return servers
+
+
+def start_mover(topo, peers, per_peer, seconds, out):
+    """The process to move: echocheck's client on A with PER_PEER checked
+    connections to each of PEERS, started the way rackckpt(8) says (a
+    session of its own, stdio to files, exec'd into A's network
+    namespace only)."""
+    argv = [testbed.PYTHON, ECHO, "client", "--seconds", seconds,
+            "--rate", 32 * 1024]
+    for h in peers:
+        argv += ["--to", f"{topo.addr[h]['v4']}:{ECHO_PORT}:{per_peer}"]
+    return topo.a.popen(argv, stdout=out, stderr=testbed.subprocess.STDOUT,
+                        stdin=testbed.subprocess.DEVNULL, nsenter=True,
+                        start_new_session=True)
+
+
+def mover_report(path, timeout):
+    def done():
+        text = path.read_text()
+        lines = [ln for ln in text.splitlines() if ln.startswith('{"conns"')]
+        return lines[-1] if lines else None
+    import json
+    return json.loads(testbed.wait_until(done, timeout,
+                                         f"the moved process's report in {path}"))
+
+
+def kill_if_alive(pid):
+    """The restored process is not our child: ours to end by pid."""
+    import os
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_process_with_16_connections_moves_to_another_subnet(tmp_path):
+    """Issue 6, test 1: a process with 16 connections to 4 peer hosts
+    (each running rackd and a program that checks every byte and echoes
+    it) is dumped on A and restored on C, in another subnet. Every
+    connection carries on with not a byte lost, duplicated or changed,
+    either way, and the peers' programs never notice."""
+    peers = "bdef"
+    with testbed.Topology.create() as topo:
+        for h in "cdef":
+            topo.add_host(h)
+        rk = {h: topo.start_rackd(h, config=FAST) for h in "abcdef"}
+        servers = echo_servers(topo, peers)
+        out = tmp_path / "mover.out"
+        mover = start_mover(topo, peers, 4, 10, open(out, "w"))
+        try:
+            testbed.wait_until(
+                lambda: len(racks.wait_states(rk["a"], "connected",
+                                              remote_port=ECHO_PORT)) == 16,
+                10, "16 managed connections on A")
+            time.sleep(2)                   # streams in full flow
+            ckpt = tmp_path / "ckpt"
+            dump = rackckpt(rk["a"], "dump", mover.pid, ckpt)
+            assert dump.returncode == 0, dump.stderr
+            assert "16 connection(s) exported" in dump.stdout
+            mover.wait(10)                  # dumped: its pid is free again
+            assert racks.conns_between(rk["a"], remote_port=ECHO_PORT) == []
+            assert not [t for t in testbed.tables(topo.a) if "CRIU" in t]
+            restore = rackckpt(rk["c"], "restore", ckpt)
+            assert restore.returncode == 0, restore.stderr
+            print(restore.stdout.strip())
+            assert "16 connection(s) connected again" in restore.stdout
+            report = mover_report(out, 60)
+        finally:
+            kill_if_alive(mover.pid)
+        bad = [c for c in report["conns"] if "error" in c]
+        assert len(report["conns"]) == 16 and not bad, bad
+        print("longest pause of a stream:",
+              max(c["max_gap"] for c in report["conns"]), "s")
+        import json
+        for h, p in servers.items():
+            got = [json.loads(testbed.read_line(p, 10, f"echo on {h}"))
+                   for _ in range(4)]
+            assert all("error" not in g for g in got), got
+            sent = {c["id"]: c["sent"] for c in report["conns"]}
+            assert all(g["checked"] == sent[g["id"]] for g in got), got
+            # The peer follows C, in its own subnet now.
+            for c in racks.conns_between(rk[h], local_port=ECHO_PORT):
+                assert c["wire_remote"].startswith(topo.addr["c"]["v4"])
+        status = rk["c"].status()
+        assert status["migrations_imported"] == status["migrations_arrived"] == 16
+        assert rk["a"].status()["migrations_released"] == 16
+
+
+def test_a_dumped_process_never_restored_is_reset_after_max_suspend(tmp_path):
+    """Issue 6, test 4: dumped on A and never restored, the process's
+    connections are held by their peers for max_suspend and then reset
+    deliberately: the peer's program sees an error, not a hang."""
+    with testbed.Topology.create() as topo:
+        rk = {"a": topo.start_rackd("a", config=FAST),
+              "b": topo.start_rackd("b", config=FAST + "max_suspend = 3s\n")}
+        servers = echo_servers(topo, "b")
+        out = tmp_path / "mover.out"
+        mover = start_mover(topo, "b", 2, 60, open(out, "w"))
+        try:
+            testbed.wait_until(
+                lambda: len(racks.wait_states(rk["a"], "connected",
+                                              remote_port=ECHO_PORT)) == 2,
+                10, "2 managed connections on A")
+            dump = rackckpt(rk["a"], "dump", mover.pid, tmp_path / "ckpt")
+            assert dump.returncode == 0, dump.stderr
+            mover.wait(10)
+            start = time.monotonic()
+            import json
+            got = [json.loads(testbed.read_line(servers["b"], 15, "echo"))
+                   for _ in range(2)]
+            waited = time.monotonic() - start
+        finally:
+            kill_if_alive(mover.pid)
+        assert all("error" in g for g in got), got
+        assert 2 <= waited <= 8, waited
+        assert rk["b"].status()["suspend_aborts"] == 2

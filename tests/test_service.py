@@ -431,8 +431,9 @@ def test_deb_builds_lints_clean_and_puts_files_where_documented(tmp_path):
     assert "/etc/racks/racks.conf" in documented
     for path in documented:
         assert (root / path.lstrip("/")).is_file(), f"{path} not in the package"
-    # rackckpt (checkpoint/, a later issue) joins this list with its page.
     for path, mode in [("usr/sbin/rackd", 0o755), ("usr/sbin/rackctl", 0o755),
+                       ("usr/sbin/rackckpt", 0o755),
+                       ("usr/share/man/man8/rackckpt.8.gz", 0o644),
                        ("etc/racks/racks.conf", 0o644),
                        ("lib/systemd/system/rackd.service", 0o644)]:
         assert (root / path).stat().st_mode & 0o777 == mode, path

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * `rackckpt run`: a wrapper between a launcher (an MPI process manager, a
+ * batch system) and a process that may move to another host. The child
+ * gets one end of a socketpair in place of each relayed descriptor (its
+ * stdin, stdout, stderr and any named by --relay-fd/--relay-env); the
+ * wrapper keeps the original and copies bytes both ways. When the child
+ * is checkpointed and killed by `rackckpt dump`, the launcher sees no EOF
+ * and no exit: the wrapper waits for `rackckpt restore` on the new host to
+ * connect back (TCP, authenticated by a random token) and relays through
+ * those connections, then exits with the status the restore reports.
+ */
+#ifndef RACKCKPT_RELAY_H
+#define RACKCKPT_RELAY_H
+
+#include <stddef.h>
+
+/* Run CMD (NULL-terminated) under the wrapper; never returns. EXTRA are
+ * descriptor numbers to relay besides 0, 1 and 2. */
+void relay_run(const int *extra, size_t nextra, char **cmd)
+	__attribute__((noreturn));
+
+/* Exit as STATUS (a wait status) says: the same code, or the same signal
+ * (without a core dump). */
+void relay_exit_like(int status) __attribute__((noreturn));
+
+#endif

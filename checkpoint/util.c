@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool util_verbose;
+
+static void vsay(const char *fmt, va_list ap)
+{
+	fputs("rackckpt: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void util_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void util_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void util_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!util_verbose)
+		return;
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void util_fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+	exit(EXIT_REFUSED);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		util_fatal("out of memory");
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		util_fatal("out of memory");
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		util_fatal("out of memory");
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		util_fatal("out of memory");
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		util_fatal("out of memory");
+	return p;
+}
+
+static int sync_parent(const char *path)
+{
+	char *copy = xstrdup(path);
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret = 0;
+
+	free(copy);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int util_write_file(const char *path, const char *data, size_t len,
+		    unsigned mode)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	int fd, ret = 0;
+
+	/* O_EXCL: a file of someone else's (or a symlink) is never reused. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  mode);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (fchmod(fd, mode) < 0)
+		ret = -errno;
+	while (!ret && len) {
+		ssize_t n = write(fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	else
+		ret = sync_parent(path);
+out:
+	free(tmp);
+	return ret;
+}
+
+char *util_read_file(const char *path, size_t *lenp)
+{
+	size_t len = 0, cap = 4096;
+	char *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	buf = xmalloc(cap);
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 >= cap)
+			buf = xrealloc(buf, cap *= 2);
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			free(buf);
+			close(fd);
+			errno = e;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (lenp)
+		*lenp = len;
+	return buf;
+}
+
+void util_print_tail(const char *path, int n)
+{
+	size_t len;
+	char *buf = util_read_file(path, &len);
+	const char *p;
+	int lines = 0;
+
+	if (!buf) {
+		util_err("(no log at %s: %s)", path, strerror(errno));
+		return;
+	}
+	p = buf + len;
+	if (p > buf && p[-1] == '\n')
+		p--;
+	while (p > buf && lines < n) {
+		p--;
+		if (*p == '\n')
+			lines++;
+	}
+	if (*p == '\n')
+		p++;
+	fprintf(stderr, "--- last lines of %s ---\n", path);
+	for (const char *l = p; *l;) {
+		const char *nl = strchr(l, '\n');
+		int ll = nl ? (int)(nl - l) : (int)strlen(l);
+
+		fprintf(stderr, "    %.*s\n", ll, l);
+		l += ll + (nl ? 1 : 0);
+	}
+	free(buf);
+}
+
+double util_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct timespec util_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+bool util_is_uint(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+bool util_parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!*s || strlen(s) > 18)
+		return false;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}

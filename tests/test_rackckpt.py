@@ -1,0 +1,730 @@
+"""rackckpt: refusals that change nothing, and the `run` wrapper's relay
+across a dump on one host and a restore on another.
+
+What needs rackd's export/import (moving racks-managed connections) is
+tested elsewhere; here rackd only has to answer, and the moved process
+has listening sockets, a loopback connection pair and its standard
+streams, which the wrapper relays.
+
+Topology: the standard A -- R -- B (see testbed.py), rackd on A and B::
+
+    A: rackd, `rackckpt run -- child`     B: rackd, `rackckpt restore --wait`
+       (the wrapper stays here)              (the child runs on here)
+
+Programs that CRIU dumps are started with ``nsenter --net`` (testbed's
+``nsenter=True``), as is rackckpt itself: ``ip netns exec`` gives them a
+private mount namespace that CRIU does not dump.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import racks
+import testbed
+
+RACKCKPT = os.environ.get("RACKCKPT") or str(testbed.REPO / "build" / "rackckpt")
+CRIU = testbed.REPO / "build" / "criu" / "sbin" / "criu"
+MAN = testbed.REPO / "man" / "rackckpt.8"
+
+# A child to move: a listener on its host's address, a loopback pair it
+# talks through, and a numbered line on stdout per round.
+CHILD = r"""
+import os, socket, sys, time
+addr, rounds, code = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+listener = socket.socket()
+listener.bind((addr, 0))
+listener.listen()
+lo = socket.socket()
+lo.bind(("127.0.0.1", 0))
+lo.listen()
+a = socket.create_connection(lo.getsockname())
+b, _ = lo.accept()
+lo.close()
+print(f"ready {os.getpid()} {listener.getsockname()[1]}", flush=True)
+for i in range(rounds):
+    a.sendall(b"%d\n" % i)
+    assert b.recv(64) == b"%d\n" % i
+    print(f"tick {i}", flush=True)
+    time.sleep(0.02)
+sys.exit(code)
+"""
+
+# A client holding one connection to a plain (rackd-less) server.
+HOLDER = r"""
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+print("connected", s.getsockname()[1], flush=True)
+time.sleep(120)
+"""
+
+LISTENER = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", int(sys.argv[1])))     # IPv4 too (dual stack)
+s.listen()
+print("listening", flush=True)
+conns = []
+while True:
+    conns.append(s.accept()[0])
+"""
+
+
+def need_criu():
+    if not CRIU.exists():
+        pytest.skip("CRIU not built: run packaging/build-criu.sh")
+
+
+def rackckpt(*args, ns=None, check=False, timeout=60, env=None):
+    prefix = ns.exec_prefix(nsenter=True) if ns else []
+    return subprocess.run([*prefix, RACKCKPT, *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout,
+                          check=check, env=env)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state != "Z"
+
+
+@pytest.fixture
+def sleeper():
+    """A process in the host namespace that nothing may touch."""
+    proc = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    yield proc
+    testbed.terminate([proc])
+
+
+@pytest.fixture
+def tmpdir_path():
+    path = Path(tempfile.mkdtemp(prefix="rackckpt-test-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def relay_dir(tmpdir_path, monkeypatch):
+    """run and dump agree on a relay directory of the test's own."""
+    path = tmpdir_path / "relay"
+    monkeypatch.setenv("RACKS_RELAY_DIR", str(path))
+    return path
+
+
+# --- usage, manual page -------------------------------------------------------
+
+def test_help_lists_commands_and_the_man_page_documents_every_option():
+    proc = rackckpt("--help", check=True)
+    for cmd in ("dump", "restore", "run", "migrate"):
+        assert re.search(rf"^  {cmd} ", proc.stdout, re.M), proc.stdout
+    options = set(re.findall(r"--([a-z][a-z-]+)", proc.stdout))
+    assert {"criu", "allow-unmanaged", "wait", "timeout", "relay-fd",
+            "relay-env", "relay-addr", "socket", "to", "to-socket"} <= options
+    page = MAN.read_text()
+    documented = {o.replace("\\-", "-") for o in
+                  re.findall(r"Fl \\-((?:[a-z]|\\-)+)", page)}
+    assert options <= documented, options - documented
+    assert set(re.findall(r"^\.It Cm (\w+)", page, re.M)) >= {
+        "dump", "restore", "run", "migrate", "help"}
+
+
+def test_man_page_is_lint_clean():
+    if not shutil.which("mandoc"):
+        pytest.skip("mandoc not installed (packaging/deps.sh installs it)")
+    proc = subprocess.run(["mandoc", "-T", "lint", "-W", "warning", str(MAN)],
+                          capture_output=True, text=True)
+    assert proc.stdout == "" and proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "usage"),
+    (["dump"], "usage: rackckpt dump"),
+    (["dump", "12x", "/tmp/d"], "PID must be a process id"),
+    (["dump", "1", "/tmp/d", "extra"], "usage: rackckpt dump"),
+    (["dump", "--relay-addr", "nowhere", "1", "/tmp/d"], "--relay-addr needs"),
+    (["restore"], "usage: rackckpt restore"),
+    (["restore", "--timeout", "soon", "/tmp/d"], "--timeout needs seconds"),
+    (["restore", "--bogus", "/tmp/d"], "unknown option '--bogus'"),
+    (["run"], "usage: rackckpt run"),
+    (["run", "--relay-fd", "x", "--", "true"], "--relay-fd needs"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
+    (["migrate", "1", "/tmp/d"], "migrate needs --to CMD"),
+    (["dump", "--to", "ssh c", "1", "/tmp/d"], "options of migrate"),
+    (["migrate", "--to", "true", "1", "/tmp/a dir"], "paths may only hold"),
+])
+def test_bad_usage_is_exit_2_with_a_message(args, message):
+    proc = rackckpt(*args)
+    assert proc.returncode == 2, proc
+    assert message in proc.stderr, proc.stderr
+
+
+# --- refusals ------------------------------------------------------------------
+
+def test_dump_refuses_without_criu(sleeper, tmpdir_path):
+    target = tmpdir_path / "ckpt"
+    proc = rackckpt("dump", "--criu", "/nonexistent/criu", sleeper.pid, target)
+    assert proc.returncode == 1
+    assert "CRIU not found at /nonexistent/criu" in proc.stderr
+    assert "packaging/build-criu.sh" in proc.stderr
+    assert "nothing changed" in proc.stderr
+    assert alive(sleeper.pid) and not target.exists()
+
+
+def test_dump_refuses_an_old_criu(sleeper, tmpdir_path):
+    fake = tmpdir_path / "criu"
+    fake.write_text("#!/bin/sh\necho 'Version: 3.17.1'\n")
+    fake.chmod(0o755)
+    proc = rackckpt("dump", sleeper.pid, tmpdir_path / "ckpt",
+                    env={**os.environ, "RACKS_CRIU": str(fake)})
+    assert proc.returncode == 1
+    assert "is CRIU 3.17.1; rackckpt needs 4.2 or later" in proc.stderr
+    assert alive(sleeper.pid)
+
+
+def test_dump_and_restore_refuse_without_rackd(sleeper, tmpdir_path):
+    need_criu()
+    sock = tmpdir_path / "none.sock"
+    proc = rackckpt("-S", sock, "dump", sleeper.pid, tmpdir_path / "ckpt")
+    assert proc.returncode == 1
+    assert f"rackd is not running (no daemon at {sock})" in proc.stderr
+    assert alive(sleeper.pid) and not (tmpdir_path / "ckpt").exists()
+    proc = rackckpt("-S", sock, "restore", tmpdir_path)
+    assert proc.returncode == 1
+    assert "rackd is not running" in proc.stderr
+
+
+def test_dump_refuses_what_is_not_a_process(topo, tmpdir_path):
+    need_criu()
+    rackd = topo.start_rackd("a")
+    proc = rackckpt("-S", rackd.sock, "dump", 4000000, tmpdir_path / "c",
+                    ns=topo.a)
+    assert proc.returncode == 1
+    assert "4000000 is not a process" in proc.stderr
+
+
+def test_dump_refuses_a_process_that_does_not_lead_its_session(topo,
+                                                              tmpdir_path):
+    need_criu()
+    rackd = topo.start_rackd("a")
+    child = topo.a.popen(["sleep", "60"], nsenter=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    proc = rackckpt("-S", rackd.sock, "dump", child.pid, tmpdir_path / "c",
+                    ns=topo.a)
+    assert proc.returncode == 1
+    assert "is not the leader of its session" in proc.stderr
+    assert alive(child.pid)
+
+
+def test_dump_refuses_a_process_of_another_namespace(topo, sleeper,
+                                                     tmpdir_path):
+    need_criu()
+    rackd = topo.start_rackd("a")
+    proc = rackckpt("-S", rackd.sock, "dump", sleeper.pid, tmpdir_path / "c",
+                    ns=topo.a)
+    assert proc.returncode == 1
+    assert "in another network namespace" in proc.stderr
+    assert alive(sleeper.pid)
+
+
+def test_restore_refuses_an_incomplete_directory(topo, tmpdir_path):
+    need_criu()
+    rackd = topo.start_rackd("b")
+    proc = rackckpt("-S", rackd.sock, "restore", tmpdir_path, ns=topo.b)
+    assert proc.returncode == 1
+    assert "is not a complete checkpoint" in proc.stderr
+    (tmpdir_path / "rackckpt.info").write_text("format=1\nsource_pid=99\n")
+    (tmpdir_path / "racks.state").write_text("racks-state 1\nconn x=1\n")
+    proc = rackckpt("-S", rackd.sock, "restore", tmpdir_path, ns=topo.b)
+    assert proc.returncode == 1
+    assert "racks.state is incomplete" in proc.stderr
+    # Complete, but the old pid is taken here: CRIU could not restore it.
+    sleeper = topo.b.popen(["sleep", "60"], stdout=subprocess.DEVNULL)
+    (tmpdir_path / "rackckpt.info").write_text(
+        f"format=1\nsource_pid={sleeper.pid}\n")
+    (tmpdir_path / "racks.state").write_text("racks-state 1\nend 0\n")
+    (tmpdir_path / "images").mkdir()
+    (tmpdir_path / "images" / "inventory.img").write_bytes(b"")
+    proc = rackckpt("-S", rackd.sock, "restore", tmpdir_path, ns=topo.b)
+    assert proc.returncode == 1
+    assert f"pid {sleeper.pid} is taken on this host by (sleep)" in proc.stderr
+    assert "nothing changed" in proc.stderr
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_dump_lists_unmanaged_connections_and_changes_nothing(topo,
+                                                              tmpdir_path,
+                                                              family):
+    """B runs no rackd: A's connection to it is released, not managed."""
+    need_criu()
+    rackd = topo.start_rackd("a")
+    server = topo.b.popen([testbed.PYTHON, "-c", LISTENER, "5071"])
+    testbed.read_line(server, 10, "listener on B")
+    holder = topo.a.popen([testbed.PYTHON, "-c", HOLDER,
+                           topo.addr["b"][family], "5071"], nsenter=True,
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+    port = testbed.read_line(holder, 10, "holder on A").split()[1]
+    target = tmpdir_path / "ckpt"
+    proc = rackckpt("-S", rackd.sock, "dump", holder.pid, target, ns=topo.a)
+    assert proc.returncode == 1, proc
+    assert "not managed by racks" in proc.stderr
+    local, remote = (racks.endpoint(topo.addr[h][family], p)
+                     for h, p in (("a", port), ("b", 5071)))
+    assert f"{local} -> {remote} (established, rackd: released" in proc.stderr
+    assert "nothing changed" in proc.stderr
+    assert alive(holder.pid) and not target.exists()
+    assert not any(t.startswith("table inet CRIU") for t in testbed.tables(topo.a))
+
+
+def test_dump_refuses_a_directory_in_use(topo, tmpdir_path):
+    need_criu()
+    rackd = topo.start_rackd("a")
+    child = topo.a.popen(["sleep", "60"], nsenter=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, start_new_session=True)
+    (tmpdir_path / "old").write_text("x")
+    proc = rackckpt("-S", rackd.sock, "dump", child.pid, tmpdir_path, ns=topo.a)
+    assert proc.returncode == 1
+    assert "is not empty" in proc.stderr
+    assert alive(child.pid)
+
+
+# --- the relay wrapper ------------------------------------------------------
+
+def test_run_exits_as_its_child_did(relay_dir):
+    proc = subprocess.run([RACKCKPT, "run", "--", "sh", "-c",
+                           "echo out; echo err >&2; exit 3"],
+                          capture_output=True, text=True, timeout=20,
+                          stdin=subprocess.DEVNULL)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
+    proc = subprocess.run([RACKCKPT, "run", "--", "sh", "-c",
+                           "cat; kill -TERM $$"], input="through stdin\n",
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == -signal.SIGTERM
+    assert proc.stdout == "through stdin\n"
+    assert not list(relay_dir.iterdir())      # its file is gone
+
+
+def test_run_relays_extra_descriptors(relay_dir):
+    """--relay-env names a socket the child talks through, as MPICH's
+    PMI_FD; the child sees a socket at the same number."""
+    import socket
+    ours, theirs = socket.socketpair()
+    child = ("import os, socket; s = socket.socket(fileno=int(os.environ"
+             "['PMI_FD'])); s.sendall(b'cmd=init\\n'); print(s.recv(64)"
+             ".decode().strip(), flush=True)")
+    proc = subprocess.Popen(
+        [RACKCKPT, "run", "--relay-env", "PMI_FD", "--relay-env", "UNSET_FD",
+         "--", testbed.PYTHON, "-c", child],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, pass_fds=[theirs.fileno()],
+        env={**os.environ, "PMI_FD": str(theirs.fileno())})
+    theirs.close()
+    ours.settimeout(10)
+    assert ours.recv(64) == b"cmd=init\n"
+    ours.sendall(b"cmd=response\n")
+    out, err = proc.communicate(timeout=20)
+    assert (proc.returncode, out) == (0, "cmd=response\n"), err
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["wait", "detached"])
+def test_relayed_child_moves_to_another_host(topo, tmpdir_path, relay_dir,
+                                             wait):
+    """The child of `rackckpt run` on A is dumped and restored on B: its
+    stdout keeps arriving through the wrapper on A, every line once and in
+    order, its listener's old address is added to B's lo, and the wrapper
+    exits with the child's code; so does restore with --wait (without, a
+    keeper process relays and reports the end)."""
+    need_criu()
+    rackd_a = topo.start_rackd("a")
+    rackd_b = topo.start_rackd("b")
+    script = tmpdir_path / "child.py"
+    script.write_text(CHILD)
+    rounds = 150
+    wrapper = topo.a.popen([RACKCKPT, "run", "--", testbed.PYTHON, script,
+                            topo.addr["a"]["v4"], rounds, 7],
+                           nsenter=True, stdin=subprocess.DEVNULL,
+                           start_new_session=True)
+    ready = testbed.read_line(wrapper, 10, "the child's first line").split()
+    pid, port = int(ready[1]), int(ready[2])
+    lines = [testbed.read_line(wrapper, 10, "a tick") for _ in range(10)]
+    target = tmpdir_path / "ckpt"
+    restore = None
+    try:
+        dump = rackckpt("-S", rackd_a.sock, "dump", pid, target, ns=topo.a)
+        assert dump.returncode == 0, dump.stderr
+        assert "0 connection(s) exported" in dump.stdout
+        assert wrapper.poll() is None          # the launcher sees nothing
+        info = (target / "rackckpt.info").read_text()
+        assert f"listen={topo.addr['a']['v4']}:{port}" in info
+        assert f"bound_addr={topo.addr['a']['v4']}" in info
+        assert "relay_fd=1 " in info
+        # A's only IPv4 address is the listener's, which B will have on
+        # its lo: the wrapper is reached at A's IPv6 address instead.
+        assert f"relay_addr={topo.addr['a']['v6']}" in info
+        # CRIU's per-connection lock stays behind on A after the dump.
+        table = re.search(r"^criu_lock_table=(.*)$", info, re.M).group(1)
+        assert f"table {table}" in testbed.tables(topo.a)
+        assert (target / "racks.state").read_text() == "racks-state 1\nend 0\n"
+        for name in ("rackckpt.info", "racks.state"):
+            assert (target / name).stat().st_mode & 0o777 == 0o600
+        restore = topo.b.popen([RACKCKPT, "-S", rackd_b.sock, "restore",
+                                *(["--wait"] if wait else []), target],
+                               nsenter=True, stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+        first = testbed.read_line(restore, 30, "restore's summary")
+        assert first.startswith(f"process {pid} restored from"), first
+        if not wait:
+            assert restore.wait(10) == 0
+        lo = topo.b.ip_json("addr", "show", "dev", "lo")[0]["addr_info"]
+        assert topo.addr["a"]["v4"] in [a["local"] for a in lo]
+        while True:
+            try:
+                lines.append(testbed.read_line(wrapper, 20, "a tick"))
+            except testbed.TestbedError:
+                break
+        assert wrapper.wait(10) == 7, wrapper.stderr.read()
+        out, err = restore.communicate(timeout=20)
+        if wait:
+            assert restore.returncode == 7, err
+            assert f"process {pid} exited with status 7" in out
+        assert lines == [f"tick {i}" for i in range(rounds)]
+    finally:
+        if restore and restore.poll() is None:
+            testbed.terminate([restore])
+        if alive(pid) and "child.py" in Path(f"/proc/{pid}/cmdline").read_text():
+            os.kill(pid, signal.SIGKILL)
+
+
+UNIX_CLIENT = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("connected", flush=True)
+time.sleep(120)
+"""
+
+
+def test_failed_dump_leaves_the_process_running(topo, tmpdir_path, relay_dir):
+    """CRIU refuses a unix connection to outside the tree: the dump fails
+    after its checks, prints CRIU's log tail, removes what it wrote, and
+    the child (and its wrapper) run on as before."""
+    import socket
+    need_criu()
+    rackd = topo.start_rackd("a")
+    path = str(tmpdir_path / "outside.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen()
+    wrapper = topo.a.popen([RACKCKPT, "run", "--", testbed.PYTHON, "-c",
+                            UNIX_CLIENT, path], nsenter=True,
+                           stdin=subprocess.DEVNULL, start_new_session=True)
+    conn, _ = server.accept()
+    assert testbed.read_line(wrapper, 10, "the child") == "connected"
+    child = int(Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children")
+                .read_text().split()[0])
+    target = tmpdir_path / "ckpt"
+    proc = rackckpt("-S", rackd.sock, "dump", child, target, ns=topo.a)
+    assert proc.returncode == 1, proc
+    assert "CRIU dump failed" in proc.stderr
+    assert "--- last lines of" in proc.stderr and "External socket" in proc.stderr
+    assert f"process {child} keeps running" in proc.stderr
+    assert not target.exists()
+    assert alive(child) and wrapper.poll() is None
+    assert sorted(p.name for p in relay_dir.iterdir()) == [str(child)]
+    conn.close()
+    server.close()
+
+
+def test_allow_unmanaged_dumps_and_says_what_is_lost(topo, tmpdir_path):
+    need_criu()
+    rackd = topo.start_rackd("a")
+    server = topo.b.popen([testbed.PYTHON, "-c", LISTENER, "5072"])
+    testbed.read_line(server, 10, "listener on B")
+    holder = topo.a.popen([testbed.PYTHON, "-c", HOLDER, topo.addr["b"]["v4"],
+                           "5072"], nsenter=True, stdin=subprocess.DEVNULL,
+                          start_new_session=True)
+    testbed.read_line(holder, 10, "holder on A")
+    target = tmpdir_path / "ckpt"
+    proc = rackckpt("-S", rackd.sock, "dump", "--allow-unmanaged", holder.pid,
+                    target, ns=topo.a)
+    assert proc.returncode == 0, proc.stderr
+    assert "will be lost" in proc.stderr
+    assert "0 connection(s) exported" in proc.stdout
+    holder.wait(10)
+    info = (target / "rackckpt.info").read_text()
+    assert f"conn={topo.addr['a']['v4']}:" in info and " network" in info
+
+
+# --- rackd's side of the protocol, played by a fake --------------------------
+
+class FakeRackd:
+    """Answers rackd's control protocol (common/proto.h) on a unix socket
+    the way a rackd with export and import does, and records every request
+    as (cmd, [(key, value), ...]). ``conns`` are the records of cmd=list.
+    The state lines it exports are placeholders: only rackckpt's side of
+    the protocol is under test."""
+
+    def __init__(self, path, conns):
+        import socket
+        import threading
+        self.path = str(path)
+        self.conns = conns
+        self.requests = []
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(self.path)
+        self.sock.listen()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            with client:
+                data = b""
+                while not data.endswith(b"\n\n"):
+                    chunk = client.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                pairs = [tuple(line.split("=", 1)) for line in
+                         data.decode().splitlines() if line]
+                client.sendall(self._answer(pairs).encode())
+
+    def _answer(self, pairs):
+        cmd = dict(pairs).get("cmd")
+        args = [(k, v) for k, v in pairs if k not in ("cmd", "version")]
+        self.requests.append((cmd, args))
+        out = ""
+        if cmd == "list":
+            for c in self.conns:
+                out += "record=conn\n" + "".join(f"{k}={v}\n" for k, v in c.items())
+        elif cmd == "export":
+            for _, n in args:
+                c = next(c for c in self.conns if c["id"] == n)
+                out += (f"record=conn\nid={n}\nacked=true\nstate=conn dir=out "
+                        f"local={c['local']} remote={c['remote']} key=00\n")
+        elif cmd == "import":
+            out = "".join(f"record=conn\nid={100 + i}\n"
+                          for i, _ in enumerate(args))
+        elif cmd == "show":
+            out = "state=connected\npeer_confirmed=true\n"
+        elif cmd not in ("status", "release", "unexport", "restored"):
+            return f"error=unknown command '{cmd}'\nerrno=95\n\n"
+        return out + "errno=0\n\n"
+
+    def close(self):
+        self.sock.close()
+
+
+def test_dump_and_restore_hand_connections_to_rackd(topo, tmpdir_path):
+    """A connection rackd calls managed is exported (its state line lands
+    in racks.state, 0600) and released once CRIU has dumped; restore
+    imports the line and waits for rackd to show it connected."""
+    need_criu()
+    server = topo.r.popen([testbed.PYTHON, "-c", LISTENER, "5073"])
+    testbed.read_line(server, 10, "listener on R")
+    router = "10.71.1.1"
+    holder = topo.a.popen([testbed.PYTHON, "-c", HOLDER, router, "5073"],
+                          nsenter=True, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, start_new_session=True)
+    port = testbed.read_line(holder, 10, "holder on A").split()[1]
+    local = f"{topo.addr['a']['v4']}:{port}"
+    conn = {"id": "5", "state": "connected", "peer": "racks", "local": local,
+            "remote": f"{router}:5073", "wire_local": local}
+    fake_a = FakeRackd(tmpdir_path / "a.sock", [conn])
+    fake_b = FakeRackd(tmpdir_path / "b.sock", [])
+    target = tmpdir_path / "ckpt"
+    try:
+        proc = rackckpt("-S", fake_a.sock.getsockname(), "dump", holder.pid,
+                        target, ns=topo.a)
+        assert proc.returncode == 0, proc.stderr
+        assert "1 connection(s) exported" in proc.stdout
+        assert [r[0] for r in fake_a.requests] == ["status", "list", "export",
+                                                   "release"]
+        assert fake_a.requests[2][1] == [("id", "5")] == fake_a.requests[3][1]
+        line = f"conn dir=out local={local} remote={router}:5073 key=00"
+        state = target / "racks.state"
+        assert state.read_text() == f"racks-state 1\n{line}\nend 1\n"
+        assert state.stat().st_mode & 0o777 == 0o600
+        holder.wait(10)        # dumped and killed: its pid is free again
+        # An image CRIU cannot do without is missing: the restore fails
+        # and undoes what it did.
+        core = next((target / "images").glob("core-*.img"))
+        core.rename(core.with_suffix(".away"))
+        proc = rackckpt("-S", fake_b.sock.getsockname(), "restore", target,
+                        ns=topo.b)
+        assert proc.returncode == 1
+        assert "CRIU restore failed" in proc.stderr
+        assert "--- last lines of" in proc.stderr
+        assert fake_b.requests == [("status", []), ("import", [("state", line)]),
+                                   ("release", [("id", "100")])]
+        lo = topo.b.ip_json("addr", "show", "dev", "lo")[0]["addr_info"]
+        assert topo.addr["a"]["v4"] not in [a["local"] for a in lo]
+        fake_b.requests.clear()
+        core.with_suffix(".away").rename(core)       # a retry works
+        proc = rackckpt("-S", fake_b.sock.getsockname(), "restore", target,
+                        ns=topo.b)
+        assert proc.returncode == 0, proc.stderr
+        assert re.match(r"1 connection\(s\) connected again \d+\.\d{3} s after "
+                        r"the dump started \(restore took \d+\.\d{3} s\)",
+                        proc.stdout), proc.stdout
+        assert fake_b.requests == [("status", []), ("import", [("state", line)]),
+                                   ("restored", [("id", "100")]),
+                                   ("show", [("id", "100")])]
+    finally:
+        fake_a.close()
+        fake_b.close()
+        if alive(holder.pid):
+            os.kill(holder.pid, signal.SIGKILL)
+
+
+def test_failed_dump_gives_the_connections_back(topo, tmpdir_path):
+    """CRIU fails (an outside unix connection): rackd is asked to
+    unexport what it exported, and nothing of the dump is left."""
+    import socket
+    need_criu()
+    path = str(tmpdir_path / "outside.sock")
+    outside = socket.socket(socket.AF_UNIX)
+    outside.bind(path)
+    outside.listen()
+    server = topo.r.popen([testbed.PYTHON, "-c", LISTENER, "5074"])
+    testbed.read_line(server, 10, "listener on R")
+    script = ("import socket, sys, time\n"
+              "u = socket.socket(socket.AF_UNIX); u.connect(sys.argv[1])\n"
+              "s = socket.create_connection(('10.71.1.1', 5074))\n"
+              "print('connected', s.getsockname()[1], flush=True)\n"
+              "time.sleep(120)\n")
+    holder = topo.a.popen([testbed.PYTHON, "-c", script, path], nsenter=True,
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+    port = testbed.read_line(holder, 10, "holder on A").split()[1]
+    local = f"{topo.addr['a']['v4']}:{port}"
+    fake = FakeRackd(tmpdir_path / "a.sock", [
+        {"id": "7", "state": "suspended", "peer": "racks", "local": local,
+         "remote": "10.71.1.1:5074"}])
+    try:
+        target = tmpdir_path / "ckpt"
+        proc = rackckpt("-S", fake.sock.getsockname(), "dump", holder.pid,
+                        target, ns=topo.a)
+        assert proc.returncode == 1
+        assert "CRIU dump failed" in proc.stderr
+        assert [r[0] for r in fake.requests] == ["status", "list", "export",
+                                                 "unexport"]
+        assert fake.requests[3][1] == [("id", "7")]
+        assert not target.exists() and alive(holder.pid)
+    finally:
+        fake.close()
+        outside.close()
+
+
+MOVER = r"""
+import os, socket, sys, time
+listener = socket.socket()
+listener.bind((sys.argv[1], 0))
+listener.listen()
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def netns_of(pid):
+    return os.stat(f"/proc/{pid}/ns/net").st_ino
+
+
+def test_migrate_checks_the_destination_then_moves(topo, tmpdir_path):
+    """migrate refuses a destination without rackd, changing nothing; with
+    one, the process ends up running in B's namespace."""
+    need_criu()
+    rackd_a = topo.start_rackd("a")
+    target = tmpdir_path / "ckpt"
+    # Started by a shell that exits at once: its parent, not the test,
+    # reaps it when the dump ends it, which frees its pid for the restore.
+    out = tmpdir_path / "mover.out"
+    start = topo.a.popen(["sh", "-c", 'setsid "$@" >"$0" 2>&1 </dev/null '
+                          "& echo $!", out, testbed.PYTHON, "-c", MOVER,
+                          topo.addr["a"]["v4"]], nsenter=True)
+    pid = int(testbed.read_line(start, 10, "the mover's pid"))
+    testbed.wait_until(lambda: out.exists() and "ready" in out.read_text(),
+                       10, "the mover")
+    to = " ".join(topo.b.exec_prefix(nsenter=True))
+    env = {**os.environ, "PATH": f"{Path(RACKCKPT).parent}:{os.environ['PATH']}"}
+    try:
+        proc = rackckpt("-S", rackd_a.sock, "migrate", "--to", to,
+                        "--to-socket", tmpdir_path / "none.sock", pid,
+                        target, ns=topo.a, env=env)
+        assert proc.returncode == 1
+        assert "the destination has no rackd answering" in proc.stderr
+        assert alive(pid) and not target.exists()
+        rackd_b = topo.start_rackd("b")
+        proc = rackckpt("-S", rackd_a.sock, "migrate", "--to", to,
+                        "--to-socket", rackd_b.sock, pid, target,
+                        ns=topo.a, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert f"dumped process {pid}" in proc.stdout
+        assert f"process {pid} restored from" in proc.stdout
+        assert netns_of(pid) == os.stat(f"/run/netns/{topo.b.name}").st_ino
+    finally:
+        if alive(pid) and "python" in Path(f"/proc/{pid}/cmdline").read_text():
+            os.kill(pid, signal.SIGKILL)
+
+
+ECHO = r"""
+import sys
+for line in sys.stdin:
+    if line.strip() == "quit":
+        sys.exit(3)
+    print("got", line.strip(), flush=True)
+"""
+
+
+def test_stdin_reaches_the_moved_child(topo, tmpdir_path, relay_dir):
+    """What the launcher writes to the wrapper's stdin after the move
+    reaches the restored child on B."""
+    need_criu()
+    rackd_a = topo.start_rackd("a")
+    rackd_b = topo.start_rackd("b")
+    wrapper = topo.a.popen([RACKCKPT, "run", "--", testbed.PYTHON, "-c", ECHO],
+                           nsenter=True, stdin=subprocess.PIPE,
+                           start_new_session=True)
+    wrapper.stdin.write("before\n")
+    wrapper.stdin.flush()
+    assert testbed.read_line(wrapper, 10, "the echo") == "got before"
+    pid = int(Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children")
+              .read_text().split()[0])
+    target = tmpdir_path / "ckpt"
+    restore = None
+    try:
+        dump = rackckpt("-S", rackd_a.sock, "dump", pid, target, ns=topo.a)
+        assert dump.returncode == 0, dump.stderr
+        wrapper.stdin.write("during\n")      # buffered by the wrapper
+        wrapper.stdin.flush()
+        restore = topo.b.popen([RACKCKPT, "-S", rackd_b.sock, "restore",
+                                "--wait", target], nsenter=True,
+                               stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+        testbed.read_line(restore, 30, "restore's summary")
+        assert testbed.read_line(wrapper, 10, "the echo") == "got during"
+        wrapper.stdin.write("after\nquit\n")
+        wrapper.stdin.flush()
+        assert testbed.read_line(wrapper, 10, "the echo") == "got after"
+        assert wrapper.wait(10) == 3
+        assert restore.wait(10) == 3
+    finally:
+        if restore and restore.poll() is None:
+            testbed.terminate([restore])
+        if alive(pid) and "python" in Path(f"/proc/{pid}/cmdline").read_text():
+            os.kill(pid, signal.SIGKILL)
