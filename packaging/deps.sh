@@ -19,9 +19,13 @@ TEST_PKGS="nftables iproute2 procps kmod python3 python3-pytest python3-scapy
 # systemd: systemd-analyze verifies packaging/rackd.service; strace: the
 # test that rackd's system calls and sockets pass the unit's filters.
 PKG_PKGS="dpkg-dev debhelper fakeroot lintian systemd strace"
+# rackckpt's MPI test (tests/test_mpi.py): Open MPI over TCP, the
+# implementation that finishes reliably across namespaced hosts (see
+# tests/tools/mpi/README.md; MPICH over UCX hung in half of its runs).
+MPI_PKGS="openmpi-bin libopenmpi-dev"
 
 missing=""
-for p in $BUILD_PKGS $TEST_PKGS $PKG_PKGS; do
+for p in $BUILD_PKGS $TEST_PKGS $PKG_PKGS $MPI_PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
 		missing="$missing $p"
 	fi

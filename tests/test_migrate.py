@@ -352,3 +352,53 @@ def test_a_dumped_process_never_restored_is_reset_after_max_suspend(tmp_path):
         assert all("error" in g for g in got), got
         assert 2 <= waited <= 8, waited
         assert rk["b"].status()["suspend_aborts"] == 2
+
+
+def test_a_moved_process_moves_again_and_back(tmp_path):
+    """A to C, then back from C to A: the second export is of spliced
+    connections (socket on A's old address, kept on C's lo; wire from
+    C's), and the way back ends unspliced, on A's own address again,
+    with C's kept address gone."""
+    with testbed.Topology.create() as topo:
+        topo.add_host("c")
+        rk = {h: topo.start_rackd(h, config=FAST) for h in "abc"}
+        servers = echo_servers(topo, "b")
+        out = tmp_path / "mover.out"
+        mover = start_mover(topo, "b", 2, 12, open(out, "w"))
+        pid = mover.pid
+        a_v4 = topo.addr["a"]["v4"]
+        try:
+            testbed.wait_until(
+                lambda: len(racks.wait_states(rk["a"], "connected",
+                                              remote_port=ECHO_PORT)) == 2,
+                10, "2 managed connections on A")
+            for hop, (src, dst) in enumerate((("a", "c"), ("c", "a"))):
+                time.sleep(1.5)
+                ckpt = tmp_path / f"ckpt{hop}"
+                dump = rackckpt(rk[src], "dump", pid, ckpt)
+                assert dump.returncode == 0, dump.stderr
+                assert "2 connection(s) exported" in dump.stdout
+                if hop == 0:
+                    mover.wait(10)
+                restore = rackckpt(rk[dst], "restore", ckpt)
+                assert restore.returncode == 0, restore.stderr
+                assert "2 connection(s) connected again" in restore.stdout
+                conns = racks.conns_between(rk[dst], remote_port=ECHO_PORT)
+                assert len(conns) == 2
+                for c in conns:
+                    assert c["local"].startswith(a_v4 + ":")
+                    want = topo.addr[dst]["v4"] + ":"
+                    assert c["wire_local"].startswith(want), c
+            # Back home: nothing spliced, A's address no longer on C.
+            shown = [rk["a"].ctl_json("show", str(c["id"])) for c in conns]
+            assert all(s["splice"] == "none" for s in shown), shown
+            lo = topo.ns("c").ip_json("addr", "show", "dev", "lo")[0]
+            assert a_v4 not in [x["local"] for x in lo["addr_info"]]
+            report = mover_report(out, 60)
+        finally:
+            kill_if_alive(pid)
+        assert not [c for c in report["conns"] if "error" in c], report
+        import json
+        got = [json.loads(testbed.read_line(servers["b"], 10, "echo"))
+               for _ in range(2)]
+        assert all("error" not in g for g in got), got
