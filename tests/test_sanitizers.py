@@ -125,3 +125,50 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
         log = rackd.log()
         assert not any(m in log for m in REPORT_MARKERS), log
         assert code == 0, log
+
+
+def test_sanitized_rackds_through_a_migration(tmp_path):
+    """Export, unexport, a refused import, then a process moved from A to
+    C with rackckpt (release on A, import and restored on C, the peer
+    away and following), under ASan/UBSan on all three hosts."""
+    from test_migrate import (FAST, echo_servers, kill_if_alive,
+                              mover_report, rackckpt, start_mover)
+    import racks
+    with testbed.Topology.create() as topo:
+        topo.add_host("c")
+        rk = {h: topo.start_rackd(h, binary=str(ASAN_RACKD), env=SAN_ENV,
+                                  config=FAST + "sweep_interval = 200ms\n")
+              for h in "abc"}
+        servers = echo_servers(topo, "b")
+        out = tmp_path / "mover.out"
+        mover = start_mover(topo, "b", 2, 8, open(out, "w"))
+        try:
+            testbed.wait_until(
+                lambda: len(racks.wait_states(rk["a"], "connected",
+                                              remote_port=6001)) == 2,
+                10, "2 managed connections on A")
+            ids = [c["id"] for c in racks.conns_between(rk["a"],
+                                                        remote_port=6001)]
+            records, errno, _ = racks.ctl_request(
+                rk["a"], "export", *[("id", i) for i in ids])
+            assert errno == 0 and len(records) == 3
+            assert racks.ctl_request(rk["a"], "unexport",
+                                     *[("id", i) for i in ids])[1] == 0
+            assert racks.ctl_request(rk["c"], "import",
+                                     ("state", "conn x=1"))[1] == 22
+            racks.wait_states(rk["a"], "connected", remote_port=6001)
+            dump = rackckpt(rk["a"], "dump", mover.pid, tmp_path / "ckpt")
+            assert dump.returncode == 0, dump.stderr
+            mover.wait(10)
+            restore = rackckpt(rk["c"], "restore", tmp_path / "ckpt")
+            assert restore.returncode == 0, restore.stderr
+            report = mover_report(out, 60)
+        finally:
+            kill_if_alive(mover.pid)
+        assert not [c for c in report["conns"] if "error" in c], report
+        servers["b"].kill()
+        for rackd in rk.values():
+            code = rackd.stop(timeout=15)
+            log = rackd.log()
+            assert not any(m in log for m in REPORT_MARKERS), log
+            assert code == 0, log
