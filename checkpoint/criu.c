@@ -190,6 +190,22 @@ int criu_run(const struct criu *c, char **argv, const char *log,
 	return 0;
 }
 
+int criu_args(char **argv, const char *action, char *images, char *log)
+{
+	int n = 0;
+
+	argv[n++] = "criu";
+	argv[n++] = (char *)action;
+	argv[n++] = "-D";
+	argv[n++] = images;
+	argv[n++] = "-o";
+	argv[n++] = log;
+	argv[n++] = "-v4";
+	/* Established connections are the point: TCP repair. */
+	argv[n++] = "--tcp-established";
+	return n;
+}
+
 const char *criu_status_str(int status, char *buf, size_t len)
 {
 	if (WIFEXITED(status))

@@ -36,6 +36,10 @@ void criu_free(struct criu *c);
 int criu_run(const struct criu *c, char **argv, const char *log,
 	     const int *keep, size_t nkeep, int *status);
 
+/* The arguments every run of ours starts with: "criu ACTION -D IMAGES
+ * -o LOG -v4 --tcp-established"; returns how many were put in ARGV. */
+int criu_args(char **argv, const char *action, char *images, char *log);
+
 /* "exited 1", "killed by signal 9": a wait status for messages. */
 const char *criu_status_str(int status, char *buf, size_t len);
 

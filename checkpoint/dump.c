@@ -438,16 +438,9 @@ static int run_criu(struct dump *d, char **log_out)
 	int n = 0, status, ret;
 
 	snprintf(pid, sizeof(pid), "%d", (int)d->o->pid);
-	argv[n++] = "criu";
-	argv[n++] = "dump";
+	n = criu_args(argv, "dump", images, log);
 	argv[n++] = "-t";
 	argv[n++] = pid;
-	argv[n++] = "-D";
-	argv[n++] = images;
-	argv[n++] = "-o";
-	argv[n++] = log;
-	argv[n++] = "-v4";
-	argv[n++] = "--tcp-established";
 	/* No iptables here; the lock is per connection (nftables). */
 	argv[n++] = "--network-lock";
 	argv[n++] = "nftables";

@@ -186,14 +186,7 @@ static int run_criu(struct restore *r)
 	int n = 0, status, ret;
 
 	unlink(log);		/* an earlier attempt's */
-	argv[n++] = "criu";
-	argv[n++] = "restore";
-	argv[n++] = "-D";
-	argv[n++] = images;
-	argv[n++] = "-o";
-	argv[n++] = log;
-	argv[n++] = "-v4";
-	argv[n++] = "--tcp-established";
+	n = criu_args(argv, "restore", images, log);
 	/* No --network-lock: CRIU 4.2 takes the dump's method (and warns
 	 * that the option is ignored on restore). */
 	argv[n++] = "-d";
