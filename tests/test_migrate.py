@@ -402,3 +402,47 @@ def test_a_moved_process_moves_again_and_back(tmp_path):
         got = [json.loads(testbed.read_line(servers["b"], 10, "echo"))
                for _ in range(2)]
         assert all("error" not in g for g in got), got
+
+
+def test_iperf3_client_moves_to_another_host_mid_test(tmp_path):
+    """A real program: an iperf3 client (control and data connection) is
+    moved from A to C three seconds into a 10 s test at 50 Mbit/s. Both
+    ends finish without an error and count the same bytes."""
+    import json
+    with testbed.Topology.create() as topo:
+        topo.add_host("c")
+        rk = {h: topo.start_rackd(h, config=FAST) for h in "abc"}
+        server = topo.b.popen(["iperf3", "-s", "-1", "-J"])
+        testbed.wait_until(
+            lambda: "5201" in topo.b.run(["ss", "-ltn"]).stdout, 10,
+            "iperf3 to listen")
+        out = tmp_path / "client.json"
+        client = topo.a.popen(
+            ["iperf3", "-c", topo.addr["b"]["v4"], "-t", "10", "-b", "50M",
+             "-J"], stdout=open(out, "w"), stderr=testbed.subprocess.STDOUT,
+            stdin=testbed.subprocess.DEVNULL, nsenter=True,
+            start_new_session=True)
+        try:
+            testbed.wait_until(
+                lambda: len(racks.wait_states(rk["a"], "connected",
+                                              remote_port=5201)) == 2,
+                10, "iperf3's two managed connections")
+            time.sleep(3)
+            dump = rackckpt(rk["a"], "dump", client.pid, tmp_path / "ckpt")
+            assert dump.returncode == 0, dump.stderr
+            assert "2 connection(s) exported" in dump.stdout
+            client.wait(10)
+            restore = rackckpt(rk["c"], "restore", tmp_path / "ckpt")
+            assert restore.returncode == 0, restore.stderr
+            srv = json.loads(server.communicate(timeout=60)[0])
+            text = testbed.wait_until(
+                lambda: out.read_text().rstrip().endswith("}") and
+                out.read_text(), 30, "the client's JSON report")
+        finally:
+            kill_if_alive(client.pid)
+        cli = json.loads(text)
+        assert "error" not in srv and "error" not in cli, (srv, cli)
+        sent = cli["end"]["sum_sent"]["bytes"]
+        assert sent > 30 * 2**20
+        assert srv["end"]["sum_received"]["bytes"] == sent
+        assert rk["c"].status()["migrations_arrived"] == 2
