@@ -33,10 +33,14 @@ pkg_cflags = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 pkg_libs = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 COMMON_SRC := common/addr.c common/proto.c
+# rtnetlink requests and "lo" host addresses: rackd and rackckpt.
+NETLINK_SRC := common/netlink.c common/lohost.c
 EDP_SRC := $(wildcard edp/*.c)
-RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC)
+RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
+	$(NETLINK_SRC)
 RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
-RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c
+RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c \
+	$(NETLINK_SRC)
 # Pure logic covered by the C unit tests (no netlink, no daemon state).
 UNIT_LIB_SRC := rackd/packet.c rackd/csum.c rackd/config.c rackd/timer.c \
 	rackd/log.c rackd/rewrite.c $(EDP_SRC) $(COMMON_SRC)

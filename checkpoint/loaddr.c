@@ -3,13 +3,10 @@
 
 #include <errno.h>
 #include <ifaddrs.h>
-#include <libmnl/libmnl.h>
-#include <linux/if_addr.h>
-#include <linux/rtnetlink.h>
-#include <net/if.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
+
+#include "lohost.h"
 
 bool loaddr_is_local(const struct addr *a)
 {
@@ -34,61 +31,12 @@ bool loaddr_is_local(const struct addr *a)
 	return found;
 }
 
-static int request(const struct addr *a, uint16_t type)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct mnl_socket *nl;
-	struct ifaddrmsg *ifa;
-	size_t alen = a->family == AF_INET ? 4 : 16;
-	uint32_t seq = (uint32_t)time(NULL);
-	ssize_t n;
-	int ret;
-
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK |
-			   (type == RTM_NEWADDR ? NLM_F_CREATE | NLM_F_EXCL : 0);
-	nlh->nlmsg_seq = seq;
-	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	ifa->ifa_family = a->family;
-	ifa->ifa_prefixlen = a->family == AF_INET ? 32 : 128;
-	/* Host scope: never picked as the source of new connections. */
-	ifa->ifa_scope = a->family == AF_INET ? RT_SCOPE_HOST : RT_SCOPE_UNIVERSE;
-	ifa->ifa_flags = a->family == AF_INET6 ? IFA_F_NODAD : 0;
-	ifa->ifa_index = if_nametoindex("lo");
-	if (!ifa->ifa_index)
-		return -ENODEV;
-	mnl_attr_put(nlh, IFA_LOCAL, alen, a->bytes);
-	mnl_attr_put(nlh, IFA_ADDRESS, alen, a->bytes);
-	if (type == RTM_NEWADDR)
-		mnl_attr_put_u8(nlh, IFA_PROTO, LOADDR_IFA_PROTO);
-
-	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (!nl)
-		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 ||
-	    mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl), NULL,
-			 NULL) < 0 ? -errno : 0;
-out:
-	mnl_socket_close(nl);
-	return ret;
-}
-
 int loaddr_add(const struct addr *a)
 {
-	return request(a, RTM_NEWADDR);
+	return lohost_add(a);
 }
 
 int loaddr_del(const struct addr *a)
 {
-	return request(a, RTM_DELADDR);
+	return lohost_del(a);
 }

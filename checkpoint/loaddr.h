@@ -2,9 +2,9 @@
 /*
  * Old addresses made usable on the destination: a restored listening
  * socket is bound again to the address it had, which must be local. Each
- * missing one is added to "lo" as a host route (/32, /128), marked with
- * rackd's address protocol (IFA_PROTO 0x72) so that it is recognisable as
- * racks', and removed again if the restore fails.
+ * missing one is added to "lo" as a host route (/32, /128) the way rackd
+ * keeps its addresses (common/lohost.h), and removed again if the restore
+ * fails.
  */
 #ifndef RACKCKPT_LOADDR_H
 #define RACKCKPT_LOADDR_H
@@ -13,7 +13,6 @@
 
 #include "addr.h"
 
-#define LOADDR_IFA_PROTO 0x72	/* 'r', as rackd's kept addresses */
 
 /* Whether A is an address of some interface of this namespace. */
 bool loaddr_is_local(const struct addr *a);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "netlink.h"
+#include "lohost.h"
 
 int local_source(const struct addr *dst, struct addr *src)
 {
@@ -60,35 +60,6 @@ out:
 	return ret;
 }
 
-/* RTM_NEWADDR or RTM_DELADDR of ADDR as a host route on "lo". */
-static int addr_request(const struct addr *a, uint16_t type)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct ifaddrmsg *ifa;
-
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK |
-			   (type == RTM_NEWADDR ? NLM_F_CREATE | NLM_F_EXCL : 0);
-	nlh->nlmsg_seq = (uint32_t)time(NULL);
-	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	ifa->ifa_family = a->family;
-	ifa->ifa_prefixlen = a->family == AF_INET ? 32 : 128;
-	/* Host scope: never chosen as the source of new connections. */
-	ifa->ifa_scope = a->family == AF_INET ? RT_SCOPE_HOST : RT_SCOPE_UNIVERSE;
-	ifa->ifa_flags = a->family == AF_INET6 ? IFA_F_NODAD : 0;
-	ifa->ifa_index = if_nametoindex("lo");
-	if (!ifa->ifa_index)
-		return -ENODEV;
-	mnl_attr_put(nlh, IFA_LOCAL, addr_len(a), a->bytes);
-	mnl_attr_put(nlh, IFA_ADDRESS, addr_len(a), a->bytes);
-	if (type == RTM_NEWADDR)
-		mnl_attr_put_u8(nlh, IFA_PROTO, LOCAL_IFA_PROTO);
-
-	return netlink_transact(NETLINK_ROUTE, nlh, buf, sizeof(buf), NULL,
-				NULL);
-}
-
 static struct local_kept **find(struct local_state *s, const struct addr *a)
 {
 	struct local_kept **pp = &s->kept;
@@ -112,7 +83,7 @@ int local_keep(struct local_state *s, const struct addr *addr)
 	k->addr = *addr;
 	k->refs = 1;
 	*pp = k;
-	ret = addr_request(addr, RTM_NEWADDR);
+	ret = lohost_add(addr);
 	if (ret == 0) {
 		k->added = true;
 		s->keeps++;
@@ -147,7 +118,7 @@ static void drop(struct local_kept *k)
 	int ret;
 
 	if (k->added) {
-		ret = addr_request(&k->addr, RTM_DELADDR);
+		ret = lohost_del(&k->addr);
 		if (ret && ret != -EADDRNOTAVAIL)
 			log_warnx("removing kept address %s: %s",
 				  addr_format(&k->addr, buf, sizeof(buf)),

@@ -12,11 +12,13 @@
 #ifndef RACKS_LOCAL_H
 #define RACKS_LOCAL_H
 
+#include "lohost.h"
+
 #include <stdbool.h>
 
 #include "addr.h"
 
-#define LOCAL_IFA_PROTO 0x72	/* 'r' */
+#define LOCAL_IFA_PROTO LOHOST_IFA_PROTO
 
 struct local_kept {
 	struct addr addr;
