@@ -274,6 +274,14 @@ COMBOS = {
 }
 
 
+# The server's table without rackd (nothing queued): what its hooks alone
+# cost a plain client's connect. Label: base chains removed.
+B_TABLES = {
+    "server with racks' table, no rackd": (),
+    "server with only the output and prerouting chains": ("splice_out",),
+}
+
+
 def connect(bench):
     topo = bench.topo
     count, rate_count, runs = (300, 1000, 3) if bench.quick else (1000, 2000, 5)
@@ -282,7 +290,7 @@ def connect(bench):
     topo.a.sysctls({"net.ipv4.tcp_tw_reuse": 1,
                     "net.ipv4.ip_local_port_range": "1024 65535"})
     bench.serve([str(BUILD / "connbench"), "server", str(CONN_PORT)])
-    modes = ["plain"] + list(COMBOS) + ["floor"]
+    modes = ["plain"] + list(COMBOS) + ["floor"] + list(B_TABLES)
 
     def client(mode_count, kind):
         return bench.run_json(topo.a, [str(BUILD / "connbench"), "client",
@@ -290,14 +298,21 @@ def connect(bench):
                                        str(mode_count), kind])
 
     def measure(mode):
+        testbed.nft(topo.b, "delete table inet racks", check=False)
         if mode == "plain":
             bench.plain()
         elif mode == "floor":
             bench.floor()
+        elif mode in B_TABLES:
+            bench.plain()
+            testbed.nft_file(topo.b, _table_without(B_TABLES[mode]))
         else:
             bench.racks(COMBOS[mode][0])
         return client(count, "latency")["p50_us"]
-    v = bench.alternate(runs, modes, measure)
+    try:
+        v = bench.alternate(runs, modes, measure)
+    finally:
+        testbed.nft(topo.b, "delete table inet racks", check=False)
     rows = [row(f"{m} (connect p50)", v["plain"], v[m], COMBOS[m][1],
                 COMBOS[m][2], better="lower") for m in COMBOS]
     # What any option exchange in the handshake through NFQUEUE costs:
@@ -307,6 +322,11 @@ def connect(bench):
     rows.append(row("racks <-> racks against that floor (floor in the plain "
                     "column)", v["floor"], v["racks <-> racks"],
                     better="lower"))
+    # What a plain client pays for the server's table alone, nothing
+    # diverted: the floor of "plain client -> racks server".
+    for label in B_TABLES:
+        rows.append(row(f"plain client -> {label} (connect p50)",
+                        v["plain"], v[label], better="lower"))
 
     def rate(mode):
         if mode == "plain":
@@ -326,7 +346,15 @@ def connect(bench):
                       "kernel: no rackd, each SYN and SYN-ACK makes its "
                       "four trips through user space and is accepted "
                       "unchanged. A goal below it is out of reach for any "
-                      "NFQUEUE design."]}
+                      "NFQUEUE design.",
+                      "The last two rows put racks' table (its golden "
+                      "copy, without the queue rule: nothing reaches user "
+                      "space) on the server with no rackd: what its hook "
+                      "calls alone cost a plain client. A server must see "
+                      "incoming SYNs and outgoing SYN-ACKs, so the output "
+                      "and prerouting hooks are the least any design "
+                      "needs; their ratio bounds what \"plain client -> "
+                      "racks server\" can reach."]}
 
 
 # 4 and 5: failure detection and reconnection --------------------------------
