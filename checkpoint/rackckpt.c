@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent.h"
 #include "dump.h"
 #include "managed.h"
 #include "migrate.h"
@@ -39,7 +40,8 @@ static int run_help(int argc, char **argv);
 	{ "help", no_argument, NULL, 'h' }
 
 enum { OPT_CRIU = 256, OPT_ALLOW_UNMANAGED, OPT_RELAY_ADDR, OPT_WAIT,
-       OPT_TIMEOUT, OPT_RELAY_FD, OPT_RELAY_ENV, OPT_TO, OPT_TO_SOCKET };
+       OPT_TIMEOUT, OPT_RELAY_FD, OPT_RELAY_ENV, OPT_RELAY_LOOPBACK_ENV,
+       OPT_TO, OPT_TO_SOCKET };
 
 /* FMT has one %s, for WHAT. */
 static int usage_error(const char *cmd, const char *fmt, const char *what)
@@ -211,10 +213,13 @@ static int run_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "relay-fd", required_argument, NULL, OPT_RELAY_FD },
 		{ "relay-env", required_argument, NULL, OPT_RELAY_ENV },
+		{ "relay-loopback-env", required_argument, NULL,
+		  OPT_RELAY_LOOPBACK_ENV },
 		COMMON_LONGOPTS, { 0 }
 	};
 	int extra[RELAY_MAX_FDS];
-	size_t nextra = 0;
+	const char *lo[AGENT_MAX_NAMES];
+	size_t nextra = 0, nlo = 0;
 	int c, r;
 
 	/* '+': the command's own options are not ours. */
@@ -249,6 +254,16 @@ add:
 						   "descriptors to relay");
 			extra[nextra++] = (int)fd;
 			break;
+		case OPT_RELAY_LOOPBACK_ENV:
+			if (!*optarg || strchr(optarg, '='))
+				return usage_error("run", "--relay-loopback-env "
+						   "needs a variable name, not "
+						   "'%s'", optarg);
+			if (nlo == AGENT_MAX_NAMES)
+				return usage_error("run", "%s", "too many "
+						   "variables to relay");
+			lo[nlo++] = optarg;
+			break;
 		default:
 			return bad_option("run", c, argv);
 		}
@@ -256,7 +271,7 @@ add:
 	if (optind >= argc)
 		return usage_error("run", "%s", "usage: rackckpt run [options] "
 				   "-- CMD [ARGS]");
-	relay_run(extra, nextra, argv + optind);
+	relay_run(extra, nextra, lo, nlo, argv + optind);
 }
 
 static const struct subcommand subcommands[] = {
@@ -266,9 +281,11 @@ static const struct subcommand subcommands[] = {
 	{ "restore", "[--criu PATH] [--wait] [--timeout SECONDS] DIR",
 	  "restore the process in DIR on this host; its connections\n"
 	  "          reconnect from here", run_restore },
-	{ "run", "[--relay-fd N]... [--relay-env NAME]... -- CMD [ARGS]",
+	{ "run", "[--relay-fd N]... [--relay-env NAME]...\n"
+	  "          [--relay-loopback-env NAME]... -- CMD [ARGS]",
 	  "run CMD under a wrapper that keeps its stdin, stdout,\n"
-	  "          stderr (and the named descriptors) open while it moves",
+	  "          stderr (and the named descriptors and loopback\n"
+	  "          connections) open while it moves",
 	  run_run },
 	{ "migrate", "--to CMD [--to-socket PATH] [dump's options] PID DIR",
 	  "dump, then 'CMD rackckpt restore DIR' on the destination,\n"
@@ -306,7 +323,11 @@ static void usage(FILE *f)
 		   "socket (migrate)\n"
 		   "      --relay-fd N       relay descriptor N too (run)\n"
 		   "      --relay-env NAME   relay the descriptor named by "
-		   "$NAME too (run)\n\n"
+		   "$NAME too (run)\n"
+		   "      --relay-loopback-env NAME\n"
+		   "                         relay the connection CMD makes to "
+		   "the loopback\n"
+		   "                         address in $NAME too (run)\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < NSUBCOMMANDS; i++)
 		fprintf(f, "  %-7s %s\n          %s\n", subcommands[i].name,

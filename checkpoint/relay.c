@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "pump.h"
 #include "relayfile.h"
 #include "util.h"
@@ -40,6 +42,9 @@ struct relayed {
 	int local;		/* wrapper's end of the child's socketpair */
 	int remote;		/* connection from the child's new host */
 	bool to_child, from_child;
+	/* A loopback channel of the agent: ORIG is a connection to its
+	 * real server, opened when the first bytes come from the agent. */
+	const struct agent_chan *lo;
 	struct pump in;		/* orig -> child */
 	struct pump out;	/* child -> orig */
 };
@@ -56,6 +61,7 @@ struct wrapper {
 	pid_t child;
 	int pidfd, lfd, sigfd;
 	struct relay_info info;
+	struct agent_env agent;
 	struct relayed r[RELAY_MAX_FDS];
 	size_t n;
 	struct pending pend[MAX_PENDING];
@@ -187,6 +193,8 @@ static void start_child(struct wrapper *w, char **cmd)
 		 * could not take to another host. */
 		setsid();
 		child_fds(w, child_end);
+		if (w->agent.n)
+			agent_run(&w->agent, cmd);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
@@ -298,15 +306,9 @@ static void accept_one(struct wrapper *w)
 						 .since = util_mono() };
 }
 
-static void child_ended(struct wrapper *w)
+static void child_ended(struct wrapper *w, int status)
 {
-	siginfo_t si = { 0 };
-
-	if (waitid(P_PID, (id_t)w->child, &si, WEXITED | WNOHANG) < 0 ||
-	    si.si_pid != w->child)
-		return;
-	w->status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 :
-		    si.si_status & 0x7f;
+	w->status = status;
 	close(w->pidfd);
 	w->pidfd = -1;
 	/* Nothing goes to the dead child's sockets any more; what it wrote
@@ -320,6 +322,21 @@ static void child_ended(struct wrapper *w)
 	}
 	w->state = W_FINISHING;
 	w->finish_deadline = util_mono() + DRAIN_MS / 1000.0;
+}
+
+/*
+ * Reap the child and whatever of its tree was orphaned on the way (the
+ * wrapper is their subreaper): a dumped tree's pids are free at once for
+ * a restore on a host of the same pid namespace.
+ */
+static void reap(struct wrapper *w)
+{
+	pid_t p;
+	int st;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+		if (p == w->child && w->pidfd >= 0)
+			child_ended(w, st);
 }
 
 static void check_moving(struct wrapper *w)
@@ -340,6 +357,10 @@ static void on_signal(struct wrapper *w)
 
 	if (read(w->sigfd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGCHLD) {
+		reap(w);
+		return;
+	}
 	if (w->state == W_RUNNING) {
 		kill(w->child, (int)si.ssi_signo);	/* the child decides */
 		return;
@@ -347,6 +368,43 @@ static void on_signal(struct wrapper *w)
 	/* The child is elsewhere: the wrapper ends as told. */
 	remove_files(w->child);
 	relay_exit_like((int)si.ssi_signo);
+}
+
+/*
+ * The agent's end of a loopback channel ended: that is the command's
+ * half-close, to pass on to the server, unless the tree was killed by a
+ * dump (it goes on elsewhere and reconnects through the bridge).
+ */
+static void loopback_before(struct wrapper *w, struct relayed *r,
+			    const struct pollfd *fds)
+{
+	if (r->out.src == r->remote && r->remote >= 0)
+		r->out.shut_on_eof = true;
+	else if (r->out.rd_idx >= 0 && fds[r->out.rd_idx].revents)
+		r->out.shut_on_eof = w->state == W_RUNNING &&
+				     !file_exists(w->child, ".moving") &&
+				     !file_exists(w->child, ".moved");
+}
+
+/* The first bytes for a loopback channel's server: connect to it. */
+static void loopback_dial(struct relayed *r)
+{
+	int fd = agent_dial(r->lo);
+
+	if (fd < 0) {
+		/* Its bytes are dropped, and the command sees the end. */
+		util_err("cannot connect to %s port %d for the child: %s",
+			 r->lo->addr, r->lo->port, strerror(-fd));
+		r->out.dst_broken = true;
+		r->out.off = r->out.len = 0;
+		r->in.src_eof = true;
+		return;
+	}
+	r->orig = fd;
+	pump_set_dst(&r->out, fd);
+	pump_set_src(&r->in, fd);
+	util_debug("descriptor %d: connected to %s port %d", r->fd,
+		   r->lo->addr, r->lo->port);
 }
 
 /* Every byte from the child (here or elsewhere) has reached its target. */
@@ -386,12 +444,16 @@ static void step(struct wrapper *w)
 		util_fatal("poll: %s", strerror(errno));
 	}
 	if (fds[1].revents & POLLIN)
-		child_ended(w);
+		reap(w);
 	for (size_t i = 0; i < w->n; i++) {
 		struct relayed *r = &w->r[i];
 
+		if (r->lo)
+			loopback_before(w, r, fds);
 		pump_run(&r->in, fds);
 		pump_run(&r->out, fds);
+		if (r->lo && r->orig < 0 && r->out.len > r->out.off)
+			loopback_dial(r);
 		/* The dead child's socket is read to its end, then let go. */
 		if (r->local >= 0 && r->out.src == r->local &&
 		    r->out.src_eof && w->state != W_RUNNING) {
@@ -462,7 +524,41 @@ static void pick_fds(struct wrapper *w, const int *extra, size_t nextra)
 	}
 }
 
-void relay_run(const int *extra, size_t nextra, char **cmd)
+/* One relayed descriptor per loopback channel, numbered after the others
+ * in the agent; its original is connected later (loopback_dial). */
+static void pick_loopback(struct wrapper *w, const char *const *names,
+			  size_t nnames)
+{
+	char err[256];
+	int next = 3;
+
+	for (size_t i = 0; i < nnames; i++)
+		w->agent.names[w->agent.nnames++] = names[i];
+	if (agent_scan(&w->agent, err, sizeof(err)) < 0)
+		util_fatal("%s", err);
+	for (size_t i = 0; i < w->n; i++)
+		if (w->r[i].fd >= next)
+			next = w->r[i].fd + 1;
+	for (size_t i = 0; i < w->agent.n; i++) {
+		struct relayed *r;
+
+		if (w->n == RELAY_MAX_FDS)
+			util_fatal("at most %d descriptors can be relayed",
+				   RELAY_MAX_FDS);
+		r = &w->r[w->n++];
+		w->agent.c[i].fd = next++;
+		r->fd = w->agent.c[i].fd;
+		r->orig = r->remote = -1;
+		r->to_child = r->from_child = true;
+		r->lo = &w->agent.c[i];
+		w->info.fds[w->info.nfds++].fd = r->fd;
+		util_debug("relaying %s port %d as descriptor %d of the agent",
+			   r->lo->addr, r->lo->port, r->fd);
+	}
+}
+
+void relay_run(const int *extra, size_t nextra, const char *const *lo_names,
+	       size_t nlo, char **cmd)
 {
 	static struct wrapper w;
 	unsigned char token[16];
@@ -473,6 +569,9 @@ void relay_run(const int *extra, size_t nextra, char **cmd)
 		util_fatal("libsodium failed to initialise");
 	signal(SIGPIPE, SIG_IGN);
 	pick_fds(&w, extra, nextra);
+	pick_loopback(&w, lo_names, nlo);
+	/* Orphans of the child's tree (a dumped one) are reaped here. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	w.lfd = listen_any(&w.info.port);
 	if (w.lfd < 0)
 		util_fatal("cannot listen on a TCP port: %s", strerror(-w.lfd));
@@ -484,6 +583,7 @@ void relay_run(const int *extra, size_t nextra, char **cmd)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGQUIT);
+	sigaddset(&sigs, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	w.sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (w.sigfd < 0)

@@ -16,9 +16,11 @@
 #include <stddef.h>
 
 /* Run CMD (NULL-terminated) under the wrapper; never returns. EXTRA are
- * descriptor numbers to relay besides 0, 1 and 2. */
-void relay_run(const int *extra, size_t nextra, char **cmd)
-	__attribute__((noreturn));
+ * descriptor numbers to relay besides 0, 1 and 2. With LO_NAMES
+ * (environment variables), CMD runs under the loopback agent (agent.h)
+ * and the loopback addresses in those variables are relayed. */
+void relay_run(const int *extra, size_t nextra, const char *const *lo_names,
+	       size_t nlo, char **cmd) __attribute__((noreturn));
 
 /* Exit as STATUS (a wait status) says: the same code, or the same signal
  * (without a core dump). */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "restore.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -83,9 +84,8 @@ static int check_dir(struct restore *r)
  * share a pid namespace and its parent has not reaped it yet) is waited
  * for a moment.
  */
-static int check_pid_free(pid_t pid)
+static int check_pid_free(pid_t pid, double deadline)
 {
-	double deadline = util_mono() + 3;
 	char path[64], *text, *p;
 	char state = 0;
 
@@ -106,6 +106,33 @@ static int check_pid_free(pid_t pid)
 		nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
 	}
 	return 0;
+}
+
+/* Every process of the tree (images/core-PID.img, one per task) gets its
+ * pid back: each must be free, within one common wait for zombies. */
+static int check_pids_free(const struct restore *r)
+{
+	char *images = image_path(r->o->dir, IMAGE_IMAGES);
+	double deadline = util_mono() + 3;
+	int ret = check_pid_free(r->root, deadline);
+	DIR *dir = ret ? NULL : opendir(images);
+	struct dirent *e;
+
+	free(images);
+	if (!dir)
+		return ret;
+	while (!ret && (e = readdir(dir))) {
+		long pid;
+		char *end;
+
+		if (strncmp(e->d_name, "core-", 5))
+			continue;
+		pid = strtol(e->d_name + 5, &end, 10);
+		if (pid > 0 && !strcmp(end, ".img"))
+			ret = check_pid_free((pid_t)pid, deadline);
+	}
+	closedir(dir);
+	return ret;
 }
 
 static int import_conns(struct restore *r)
@@ -367,7 +394,7 @@ int restore_main(const struct restore_opts *o)
 	}
 	ret = check_dir(&r);
 	if (!ret)
-		ret = check_pid_free(r.root);
+		ret = check_pids_free(&r);
 	if (ret)
 		goto refuse;
 	if (r.has_relay) {

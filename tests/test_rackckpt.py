@@ -131,7 +131,8 @@ def test_help_lists_commands_and_the_man_page_documents_every_option():
         assert re.search(rf"^  {cmd} ", proc.stdout, re.M), proc.stdout
     options = set(re.findall(r"--([a-z][a-z-]+)", proc.stdout))
     assert {"criu", "allow-unmanaged", "wait", "timeout", "relay-fd",
-            "relay-env", "relay-addr", "socket", "to", "to-socket"} <= options
+            "relay-env", "relay-loopback-env", "relay-addr", "socket", "to",
+            "to-socket"} <= options
     page = MAN.read_text()
     documented = {o.replace("\\-", "-") for o in
                   re.findall(r"Fl \\-((?:[a-z]|\\-)+)", page)}
@@ -159,6 +160,8 @@ def test_man_page_is_lint_clean():
     (["restore", "--bogus", "/tmp/d"], "unknown option '--bogus'"),
     (["run"], "usage: rackckpt run"),
     (["run", "--relay-fd", "x", "--", "true"], "--relay-fd needs"),
+    (["run", "--relay-loopback-env", "X=1", "--", "true"],
+     "--relay-loopback-env needs a variable name"),
     (["frobnicate"], "unknown command 'frobnicate'"),
     (["migrate", "1", "/tmp/d"], "migrate needs --to CMD"),
     (["dump", "--to", "ssh c", "1", "/tmp/d"], "options of migrate"),
@@ -728,3 +731,109 @@ def test_stdin_reaches_the_moved_child(topo, tmpdir_path, relay_dir):
             testbed.terminate([restore])
         if alive(pid) and "python" in Path(f"/proc/{pid}/cmdline").read_text():
             os.kill(pid, signal.SIGKILL)
+
+
+# A server on A's loopback: echoes each line of a connection, and after
+# the client's half-close says how many lines it had and how many
+# connections it accepted in all.
+LOOPBACK_SERVER = r"""
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+print("port", s.getsockname()[1], flush=True)
+accepted = 0
+while True:
+    c, _ = s.accept()
+    accepted += 1
+    f = c.makefile("rb")
+    lines = 0
+    for line in f:
+        lines += 1
+        c.sendall(b"echo " + line)
+    c.sendall(b"total %d conn %d\n" % (lines, accepted))
+    f.close()
+    c.close()
+"""
+
+# Connects to the loopback address in $RACKS_TEST_URI (as an MPI rank to
+# its daemon), then talks through that one connection, round by round.
+LOOPBACK_CLIENT = r"""
+import os, re, socket, sys, time
+uri, rounds = os.environ["RACKS_TEST_URI"], int(sys.argv[1])
+port = int(re.search(r"tcp4://127\.0\.0\.1:(\d+)", uri)[1])
+s = socket.create_connection(("127.0.0.1", port))
+f = s.makefile("rb")
+print("ready", os.getpid(), uri, flush=True)
+for i in range(rounds):
+    s.sendall(b"%d\n" % i)
+    assert f.readline() == b"echo %d\n" % i
+    print(f"tick {i}", flush=True)
+    time.sleep(0.02)
+s.shutdown(socket.SHUT_WR)
+print(f.read().decode().strip(), flush=True)
+sys.exit(6)
+"""
+
+
+def test_loopback_connection_follows_the_moved_child(topo, tmpdir_path,
+                                                     relay_dir):
+    """`run --relay-loopback-env` with a server on A's loopback named in
+    the child's environment: the child, under the agent, talks to it
+    through one connection before it is dumped on A and after it is
+    restored on B (where nothing listens on that port), every round in
+    order, and its half-close reaches the server, whose answer comes
+    back; the server accepted that one connection only."""
+    need_criu()
+    rackd_a = topo.start_rackd("a")
+    rackd_b = topo.start_rackd("b")
+    server = topo.a.popen([testbed.PYTHON, "-c", LOOPBACK_SERVER])
+    port = int(testbed.read_line(server, 10, "the loopback server").split()[1])
+    uri = f"1234.0;tcp4://127.0.0.1:{port}"
+    rounds = 150
+    wrapper = topo.a.popen(
+        [RACKCKPT, "run", "--relay-loopback-env", "RACKS_TEST_URI", "--",
+         testbed.PYTHON, "-c", LOOPBACK_CLIENT, rounds], nsenter=True,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "RACKS_TEST_URI": uri})
+    ready = testbed.read_line(wrapper, 10, "the child's first line").split()
+    pid, seen = int(ready[1]), ready[2]
+    # The same prefix and address, the agent's port.
+    assert seen.startswith("1234.0;tcp4://127.0.0.1:") and seen != uri
+    agent = int(Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children")
+                .read_text().split()[0])
+    assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1] \
+        .split()[1] == str(agent)                # the command's parent
+    lines = [testbed.read_line(wrapper, 10, "a tick") for _ in range(10)]
+    target = tmpdir_path / "ckpt"
+    try:
+        dump = rackckpt("-S", rackd_a.sock, "dump", agent, target, ns=topo.a)
+        assert dump.returncode == 0, dump.stderr
+        assert wrapper.poll() is None
+        info = (target / "rackckpt.info").read_text()
+        assert "relay_fd=3 " in info             # the agent's channel
+        assert re.search(r"^conn=127\.0\.0\.1:\d+ 127\.0\.0\.1:\d+ pair$",
+                         info, re.M), info
+        # Reaped by the wrapper, their pids are free at once.
+        testbed.wait_until(lambda: not any(Path(f"/proc/{p}").exists()
+                                           for p in (agent, pid)),
+                           5, "the dumped tree's pids")
+        restore = rackckpt("-S", rackd_b.sock, "restore", target, ns=topo.b)
+        assert restore.returncode == 0, restore.stderr
+        assert f"process {agent} restored from" in restore.stdout
+        while True:
+            try:
+                lines.append(testbed.read_line(wrapper, 20, "a tick"))
+            except testbed.TestbedError:
+                break
+        assert wrapper.wait(10) == 6, wrapper.stderr.read()
+        assert lines == [f"tick {i}" for i in range(rounds)] + \
+            [f"total {rounds} conn 1"]
+    finally:
+        for p in (agent, pid):                    # restored: not our child
+            try:
+                cmdline = Path(f"/proc/{p}/cmdline").read_text()
+            except FileNotFoundError:
+                continue
+            if alive(p) and ("rackckpt" in cmdline or "RACKS_TEST_URI" in cmdline):
+                os.kill(p, signal.SIGKILL)
