@@ -1,6 +1,7 @@
 #!/bin/sh
 # Build CRIU 4.2.1 from the orig tarball of Debian unstable's `criu`
-# package into a private prefix (never /usr), for rackckpt.
+# package into a private prefix (never /usr or /usr/local themselves), for
+# rackckpt.
 #
 # Debian 12's criu 3.17 fails on kernels >= 6.13 (vDSO layout) and CRIU 4.1
 # cannot dump TCP sockets on kernels >= 6.16; 4.2.1 does both.
@@ -58,8 +59,10 @@ abspath() {
 PREFIX=$(abspath "${1:-${CRIU_PREFIX:-$repo/build/criu}}")
 SRC_DIR=$(abspath "${CRIU_SRC_DIR:-$repo/build/criu-src}")
 JOBS=${JOBS:-2}
-case "$PREFIX" in
-/ | /usr | /usr/*) die "refusing to install into $PREFIX (use a private prefix)" ;;
+# A private prefix, never the system's: /usr/lib/racks/criu, the one
+# rackckpt looks in, is fine; /usr or /usr/local would shadow Debian's criu.
+case "${PREFIX%/}" in
+"" | /usr | /usr/local) die "refusing to install into $PREFIX (use a private prefix such as /usr/lib/racks/criu)" ;;
 esac
 CRIU="$PREFIX/sbin/criu"
 # The compiled-in plugin dir is PREFIX/lib/criu instead of /usr/lib/criu, so
