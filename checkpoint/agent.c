@@ -221,7 +221,6 @@ static pid_t start_command(const struct agent_env *e, struct achan *ch,
 			   char **cmd)
 {
 	char *vals[AGENT_MAX_NAMES] = { 0 };
-	sigset_t none;
 	pid_t pid;
 
 	for (size_t i = 0; i < e->nnames; i++) {
@@ -239,13 +238,7 @@ static pid_t start_command(const struct agent_env *e, struct achan *ch,
 				setenv(e->names[i], vals[i], 1);
 		for (size_t i = 0; i < e->n; i++)
 			close(e->c[i].fd);	/* the wrapper's channels */
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		execvp(cmd[0], cmd);
-		fprintf(stderr, "rackckpt: cannot run %s: %s\n", cmd[0],
-			strerror(errno));
-		_exit(127);
+		util_exec(cmd);
 	}
 	for (size_t i = 0; i < e->nnames; i++)
 		free(vals[i]);

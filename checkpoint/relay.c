@@ -174,7 +174,6 @@ static void child_fds(struct wrapper *w, const int *child_end)
 static void start_child(struct wrapper *w, char **cmd)
 {
 	int child_end[RELAY_MAX_FDS];
-	sigset_t none;
 
 	for (size_t i = 0; i < w->n; i++) {
 		int sp[2];
@@ -195,13 +194,7 @@ static void start_child(struct wrapper *w, char **cmd)
 		child_fds(w, child_end);
 		if (w->agent.n)
 			agent_run(&w->agent, cmd);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		execvp(cmd[0], cmd);
-		fprintf(stderr, "rackckpt: cannot run %s: %s\n", cmd[0],
-			strerror(errno));
-		_exit(127);
+		util_exec(cmd);
 	}
 	for (size_t i = 0; i < w->n; i++)
 		close(child_end[i]);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,4 +273,17 @@ bool util_parse_long(const char *s, long min, long max, long *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+void util_exec(char **cmd)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	execvp(cmd[0], cmd);
+	fprintf(stderr, "rackckpt: cannot run %s: %s\n", cmd[0],
+		strerror(errno));
+	_exit(127);
 }

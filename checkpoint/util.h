@@ -43,6 +43,11 @@ char *util_read_file(const char *path, size_t *len);
 /* Last N lines of the file at PATH to stderr, indented. */
 void util_print_tail(const char *path, int n);
 
+/* In a forked child: exec CMD with no signal blocked and SIGPIPE's
+ * default action, as a freshly started program has them; exit 127 with a
+ * message if it cannot be run. */
+void util_exec(char **cmd) __attribute__((noreturn));
+
 double util_mono(void);			/* seconds, CLOCK_MONOTONIC */
 struct timespec util_realtime(void);	/* CLOCK_REALTIME */
 
