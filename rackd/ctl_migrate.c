@@ -105,9 +105,7 @@ int cmd_export(struct rackd *d, const struct proto_msg *req, FILE *out,
 	for (unsigned i = 0; i < n; i++) {
 		struct conn *c = conns[i];
 
-		if (c->migration == MIG_LEAVING)
-			continue;
-		if (c->migration != MIG_NONE || !c->host || !state_managed(c)) {
+		if (!migrate_exportable(c)) {
 			snprintf(err, errlen, "connection %" PRIu64 " is not "
 				 "managed by racks (state %s, migration %s)",
 				 c->id, conn_state_name(c->state),
@@ -274,8 +272,7 @@ int cmd_restored(struct rackd *d, const struct proto_msg *req, FILE *out,
 		}
 	}
 	for (unsigned i = 0; !ret && i < n; i++)
-		if (conns[i]->migration == MIG_ARRIVING &&
-		    migrate_arrived(d, conns[i]) == 0)
+		if (migrate_arrived(d, conns[i]) == 0)
 			done++;
 	if (!ret)
 		proto_put(out, "reconnecting", "%u", done);

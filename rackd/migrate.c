@@ -17,7 +17,6 @@
 #include "rackd.h"
 #include "reconnect.h"
 #include "setup.h"
-#include "sockdiag.h"
 #include "splice.h"
 #include "state.h"
 #include "track.h"
@@ -36,14 +35,20 @@ static void send_away(struct rackd *d, struct conn *c)
 		d->migrate.away_out++;
 }
 
+bool migrate_exportable(const struct conn *c)
+{
+	return c->migration == MIG_LEAVING ||
+	       (c->migration == MIG_NONE && c->host && state_managed(c));
+}
+
 int migrate_export(struct rackd *d, struct conn *c)
 {
 	struct live_peer *p;
 
+	if (!migrate_exportable(c))
+		return -ENOTCONN;
 	if (c->migration == MIG_LEAVING)
 		return 0;
-	if (c->migration != MIG_NONE || !c->host || !state_managed(c))
-		return -ENOTCONN;
 	/* Held here first: from now on its socket's segments stop, so the
 	 * sequence numbers exported are the ones the checkpoint will have. */
 	c->migration = MIG_LEAVING;
@@ -147,12 +152,8 @@ int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 
 int migrate_arrived(struct rackd *d, struct conn *c)
 {
-	struct sockdiag_progress pr;
-
 	if (c->migration != MIG_ARRIVING)
-		return c->migration == MIG_NONE ? 0 : -EINVAL;
-	if (sockdiag_progress(&c->local, &c->remote, &pr))
-		return -ENOENT;
+		return -EINVAL;
 	rejoin(d, c);
 	d->migrate.arrived++;
 	conn_log(c, "socket restored: reconnecting");

@@ -43,9 +43,12 @@ struct migrate_stats {
 struct rackd;
 struct live_peer;
 
+/* Whether C may be exported: managed, on a path, not migrating (or
+ * exported already: export is idempotent). */
+bool migrate_exportable(const struct conn *c);
 /* C's process is about to be checkpointed: its peer is told to hold its
  * socket (AWAY, repeated until acknowledged) and C is held here. 0, or
- * -ENOTCONN if C is not managed. Idempotent. */
+ * -ENOTCONN if C is not exportable. Idempotent. */
 int migrate_export(struct rackd *d, struct conn *c);
 /* The checkpoint failed: C resumes where it is. */
 void migrate_unexport(struct rackd *d, struct conn *c);
@@ -56,8 +59,8 @@ void migrate_release(struct rackd *d, struct conn *c);
  * set (then the caller forgets them). */
 int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 		   char *err, size_t errlen);
-/* C's socket is back: ask its peer to follow. 0, or -ENOENT while the
- * kernel has no such socket. */
+/* C, imported, has its socket back (the caller saw it in the kernel):
+ * ask its peer to follow. 0, or -EINVAL if C was not arriving. */
 int migrate_arrived(struct rackd *d, struct conn *c);
 /* An AWAY or AWAY_ACK for C; returns the verdict. */
 uint32_t migrate_input(struct rackd *d, struct conn *c, const struct edp_msg *m);
