@@ -274,24 +274,15 @@ void agent_run(const struct agent_env *e, char **cmd)
 	double deadline = 0;
 	bool ended = false;
 	int status = 0, sigfd;
-	sigset_t sigs;
 	pid_t child;
 
 	for (size_t i = 0; i < e->n; i++) {
 		ch[i].c = &e->c[i];
 		listen_on(&ch[i]);
 	}
-	/* The wrapper blocked the signals to forward; SIGCHLD joins them. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGQUIT);
-	sigaddset(&sigs, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	sigfd = util_forward_signalfd();
 	if (sigfd < 0)
-		util_fatal("agent: signalfd: %s", strerror(errno));
+		util_fatal("agent: signalfd: %s", strerror(-sigfd));
 	child = start_command(e, ch, cmd);
 	/* poll() only: CRIU restores this loop as it was. */
 	while (!ended || (!ups_done(ch, e->n) && util_mono() < deadline)) {

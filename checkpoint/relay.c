@@ -555,7 +555,6 @@ void relay_run(const int *extra, size_t nextra, const char *const *lo_names,
 {
 	static struct wrapper w;
 	unsigned char token[16];
-	sigset_t sigs;
 	int ret;
 
 	if (sodium_init() < 0)
@@ -571,16 +570,9 @@ void relay_run(const int *extra, size_t nextra, const char *const *lo_names,
 	randombytes_buf(token, sizeof(token));
 	sodium_bin2hex(w.info.token, sizeof(w.info.token), token, sizeof(token));
 	w.info.wrapper = getpid();
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGQUIT);
-	sigaddset(&sigs, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	w.sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	w.sigfd = util_forward_signalfd();
 	if (w.sigfd < 0)
-		util_fatal("signalfd: %s", strerror(errno));
+		util_fatal("signalfd: %s", strerror(-w.sigfd));
 	start_child(&w, cmd);
 	for (size_t i = 0; i < w.n; i++) {
 		struct relayed *r = &w.r[i];

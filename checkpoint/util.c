@@ -3,14 +3,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "syncdir.h"
 
 bool util_verbose;
 
@@ -109,21 +111,6 @@ char *xasprintf(const char *fmt, ...)
 	return p;
 }
 
-static int sync_parent(const char *path)
-{
-	char *copy = xstrdup(path);
-	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret = 0;
-
-	free(copy);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 int util_write_file(const char *path, const char *data, size_t len,
 		    unsigned mode)
 {
@@ -160,7 +147,7 @@ int util_write_file(const char *path, const char *data, size_t len,
 	if (ret)
 		unlink(tmp);
 	else
-		ret = sync_parent(path);
+		ret = sync_parent_dir(path);
 out:
 	free(tmp);
 	return ret;
@@ -286,4 +273,20 @@ void util_exec(char **cmd)
 	fprintf(stderr, "rackckpt: cannot run %s: %s\n", cmd[0],
 		strerror(errno));
 	_exit(127);
+}
+
+int util_forward_signalfd(void)
+{
+	sigset_t sigs;
+	int fd;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGQUIT);
+	sigaddset(&sigs, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	fd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }

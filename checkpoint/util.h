@@ -43,6 +43,10 @@ char *util_read_file(const char *path, size_t *len);
 /* Last N lines of the file at PATH to stderr, indented. */
 void util_print_tail(const char *path, int n);
 
+/* Block the signals a wrapper passes on to its child (TERM, INT, HUP,
+ * QUIT) and SIGCHLD, and return a signalfd reading them, or -errno. */
+int util_forward_signalfd(void);
+
 /* In a forked child: exec CMD with no signal blocked and SIGPIPE's
  * default action, as a freshly started program has them; exit 127 with a
  * message if it cannot be run. */
