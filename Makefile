@@ -32,7 +32,7 @@ endif
 pkg_cflags = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 pkg_libs = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
-COMMON_SRC := common/addr.c common/proto.c
+COMMON_SRC := common/addr.c common/proto.c common/syncdir.c
 # rtnetlink requests and "lo" host addresses: rackd and rackckpt.
 NETLINK_SRC := common/netlink.c common/lohost.c
 EDP_SRC := $(wildcard edp/*.c)

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "rackd.h"
 #include "setup.h"
 #include "sockdiag.h"
+#include "syncdir.h"
 #include "track.h"
 
 #define STATE_MAGIC "racks-state 1"
@@ -162,21 +162,6 @@ int state_export_conn(FILE *f, const struct conn *c)
 	return 0;
 }
 
-static int sync_dir(const char *path)
-{
-	char *copy = xstrdup(path);
-	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret = 0;
-
-	free(copy);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 static int write_file(struct rackd *d, const char *tmp, unsigned *count)
 {
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
@@ -224,7 +209,7 @@ int state_write(struct rackd *d)
 	if (ret == 0 && rename(tmp, s->path) < 0)
 		ret = -errno;
 	if (ret == 0)
-		ret = sync_dir(s->path);
+		ret = sync_parent_dir(s->path);
 	if (ret) {
 		unlink(tmp);
 		s->write_errors++;
