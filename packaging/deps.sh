@@ -1,5 +1,10 @@
 #!/bin/sh
-# Install every build and test dependency of racks from Debian's archive.
+# Install every build and test dependency of racks from Debian's archive:
+# everything `make`, `make demo`, `make check`, `make check-slow`, `make
+# bench` and `make deb` use, on a bare Debian 12 (bookworm) that has only
+# Essential, apt, git, make and ca-certificates (`make check-fresh` proves
+# it). Every package is named here: apt runs with --no-install-recommends,
+# so nothing that a package only recommends is relied on.
 # Idempotent: packages already installed are skipped without touching apt.
 set -eu
 
@@ -8,12 +13,15 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # nftables: the CLI is used by tests to inspect the ruleset;
 # iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
 # python3-pytest/python3-scapy: the integration suite and crafted packets;
-# clang: libFuzzer targets; mandoc: man page lint; openssh-server/-client
-# and iperf3: real programs whose connections must survive (iperf3 also
-# measures throughput for make bench, python3-matplotlib draws its plot).
-TEST_PKGS="nftables iproute2 procps kmod python3 python3-pytest python3-scapy
-	iperf3 tcpdump clang mandoc openssh-server openssh-client
-	python3-matplotlib"
+# clang with libclang-rt-14-dev: libFuzzer targets (clang only recommends
+# the runtime that holds libFuzzer and ASan); mandoc: man page lint;
+# openssh-server/-client and iperf3: real programs whose connections must
+# survive (iperf3 also measures throughput for make bench,
+# python3-matplotlib draws its plot); tcpdump: captures read back by Scapy;
+# util-linux: nsenter, setpriv, unshare (Essential today, named anyway).
+TEST_PKGS="nftables iproute2 procps kmod util-linux python3 python3-pytest
+	python3-scapy iperf3 tcpdump clang libclang-rt-14-dev mandoc
+	openssh-server openssh-client python3-matplotlib"
 # make deb: dpkg-dev (dpkg-buildpackage), debhelper (dh, dh_installsystemd),
 # fakeroot (root-owned files without root), lintian (checks the package);
 # systemd: systemd-analyze verifies packaging/rackd.service; strace: the

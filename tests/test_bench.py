@@ -56,7 +56,8 @@ def test_report_states_runs_spread_and_missed_goals(tmp_path):
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        pytest.skip("python3-matplotlib not installed (packaging/deps.sh)")
+        pytest.fail("python3-matplotlib not installed: packaging/deps.sh "
+                    "must install it", pytrace=False)
     assert report.plot(results(), png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

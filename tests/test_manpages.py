@@ -3,7 +3,6 @@ command, every rackd option and every status counter is documented, and
 the pages are free of mandoc warnings."""
 
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -81,8 +80,7 @@ def test_every_migration_reply_key_is_documented():
 
 @pytest.mark.parametrize("page", ["rackd.8", "rackctl.8", "rackckpt.8", "racks.conf.5"])
 def test_page_is_lint_clean(page):
-    if not shutil.which("mandoc"):
-        pytest.skip("mandoc not installed (packaging/deps.sh installs it)")
+    testbed.need_tools("mandoc")
     proc = subprocess.run(["mandoc", "-T", "lint", "-W", "warning",
                            str(MAN / page)], capture_output=True, text=True)
     assert proc.stdout == "" and proc.returncode == 0, proc.stdout

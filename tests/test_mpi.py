@@ -73,11 +73,10 @@ HOSTS = ["a", "b", "d"]  # rank i on HOSTS[i]; rank 0 moves from A to C
 
 
 def need_mpi():
-    if not CRIU.exists():
-        pytest.skip("CRIU not built: run packaging/build-criu.sh")
+    testbed.need_criu(CRIU)
     why = mpijob.missing("openmpi")
     if why:
-        pytest.skip(why)
+        pytest.fail(why, pytrace=False)
 
 
 def rackckpt(rackd, *args, env=None, timeout=60):

@@ -79,8 +79,7 @@ while True:
 
 
 def need_criu():
-    if not CRIU.exists():
-        pytest.skip("CRIU not built: run packaging/build-criu.sh")
+    testbed.need_criu(CRIU)
 
 
 def rackckpt(*args, ns=None, check=False, timeout=60, env=None):
@@ -142,8 +141,7 @@ def test_help_lists_commands_and_the_man_page_documents_every_option():
 
 
 def test_man_page_is_lint_clean():
-    if not shutil.which("mandoc"):
-        pytest.skip("mandoc not installed (packaging/deps.sh installs it)")
+    testbed.need_tools("mandoc")
     proc = subprocess.run(["mandoc", "-T", "lint", "-W", "warning", str(MAN)],
                           capture_output=True, text=True)
     assert proc.stdout == "" and proc.returncode == 0, proc.stdout

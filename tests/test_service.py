@@ -202,8 +202,7 @@ def test_no_watchdog_unless_meant_for_rackd(topo, notify, env, note):
 def test_unit_passes_systemd_analyze_verify(tmp_path):
     """Verified as installed: ExecStart and ExecReload point at the built
     programs and man finds the pages of Documentation=."""
-    if not shutil.which("systemd-analyze"):
-        pytest.skip("systemd-analyze not installed (packaging/deps.sh: systemd)")
+    testbed.need_tools("systemd-analyze")
     for section in ("man5", "man8"):
         (tmp_path / "man" / section).mkdir(parents=True)
     for page in (REPO / "man").iterdir():
@@ -265,8 +264,7 @@ def racks_connection(topo):
 def test_unit_capabilities_are_enough(topo, tmp_path):
     """rackd starts, sets up racks connections, reloads and stops with
     only the unit's bounding set (root, as the unit runs it)."""
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv not installed (util-linux)")
+    testbed.need_tools("setpriv")
     caps, setpriv_caps = unit_caps()
     assert caps == ["CAP_NET_ADMIN", "CAP_NET_RAW"]
     binary = wrapper(tmp_path / "rackd-caps",
@@ -304,9 +302,7 @@ def test_system_calls_and_sockets_pass_the_unit_filters(topo, tmp_path):
     """Under strace, a rackd life (start, racks set-up, a link cut, reload,
     queries, SIGTERM) uses only the unit's SystemCallFilter= system calls
     and RestrictAddressFamilies= sockets."""
-    for tool in ("strace", "systemd-analyze"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} not installed (packaging/deps.sh)")
+    testbed.need_tools("strace", "systemd-analyze")
     trace = tmp_path / "trace"
     # The plain build, as packaged: LeakSanitizer refuses to run under
     # ptrace, and the sanitizers' own system calls are not rackd's.
@@ -406,9 +402,7 @@ def documented_package_files():
 
 @pytest.mark.slow
 def test_deb_builds_lints_clean_and_puts_files_where_documented(tmp_path):
-    for tool in ("dpkg-buildpackage", "lintian", "dh"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} not installed (packaging/deps.sh)")
+    testbed.need_tools("dpkg-buildpackage", "lintian", "dh", "fakeroot")
     out = tmp_path / "deb"
     before = set(os.listdir(REPO)) | set(os.listdir(REPO.parent))
     proc = subprocess.run(["make", "-s", "-C", str(REPO), "deb", f"DEB_DIR={out}"],

@@ -93,6 +93,26 @@ class CommandError(TestbedError):
         super().__init__(text)
 
 
+def need_tools(*tools):
+    """Fail (never skip) the calling test when a program it drives is not
+    installed: packaging/deps.sh installs every one of them, so a missing
+    one is a defect of the install step, and a skip would hide it (a bare
+    machine is where it shows: make check-fresh)."""
+    import pytest
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed: packaging/deps.sh "
+                    f"must install it", pytrace=False)
+
+
+def need_criu(criu):
+    """Fail when CRIU 4.2.1 was not built into build/criu (deps.sh does)."""
+    import pytest
+    if not Path(criu).exists():
+        pytest.fail(f"{criu} missing: packaging/deps.sh builds CRIU "
+                    f"(packaging/build-criu.sh)", pytrace=False)
+
+
 def wait_until(predicate, timeout, what, interval=0.05):
     """Poll predicate() until it returns a true value, which is returned.
 
