@@ -46,9 +46,17 @@ if [ -n "$missing" ]; then
 	fi
 	echo "deps.sh: installing$missing"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
+	# apt and dpkg's progress go to a log, shown when they fail.
+	log=$(mktemp /tmp/racks-deps.XXXXXX)
 	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $missing
+	if ! { apt-get update -qq &&
+		apt-get install -y -qq --no-install-recommends $missing; } >"$log" 2>&1; then
+		tail -40 "$log" >&2
+		echo "deps.sh: apt-get failed (whole log: $log)" >&2
+		exit 1
+	fi
+	echo "deps.sh: installed $(grep -c '^Setting up ' "$log") packages"
+	rm -f "$log"
 fi
 
 # CRIU 4.2.1 for rackckpt, built once into build/criu by build-criu.sh

@@ -751,6 +751,16 @@ class Topology:
     def __repr__(self):
         return f"Topology({self.tag})"
 
+    @property
+    def namespaces(self):
+        """Names of the network namespaces this topology created."""
+        return list(self._created)
+
+    @property
+    def nodes(self):
+        """Its hosts' and router's Netns objects (A, R, B and added hosts)."""
+        return list(self._nodes.values())
+
     # construction ---------------------------------------------------------
 
     @classmethod

@@ -317,6 +317,30 @@ def _read_line(proc, timeout):
     return line.decode(errors="replace").rstrip("\n")
 
 
+def start_ready(topo, hosts, tries=2, timeout=30, say=print, **kwargs):
+    """start() and ready(), with the job started once more if its ranks
+    never all report ready: Open MPI 4.1.4's orted is killed by SIGSEGV at
+    start-up in about 1 of 20 jobs here, before any TCP connection exists,
+    and mpirun then waits silently (NOTES.md section 8). A job that starts
+    is never repeated. Returns (job, {rank: pid}); the job to kill() in a
+    finally, as with start(). say() reports each retry."""
+    for attempt in range(1, tries + 1):
+        job = start(topo, hosts, **kwargs)
+        try:
+            return job, job.ready(timeout=timeout)
+        except MpiError as e:
+            job.kill()
+            if attempt == tries:
+                raise MpiError(f"{impl_of(kwargs)} job: ranks never all ready "
+                               f"in {tries} starts; last: {e}") from None
+            say(f"mpijob: {impl_of(kwargs)} job not ready ({e}); killed and "
+                f"started once more (start {attempt + 1} of {tries})")
+
+
+def impl_of(kwargs):
+    return kwargs.get("impl", "openmpi")
+
+
 def start(topo, hosts, seconds=30, impl="openmpi", launcher="r", args=(),
           wrapper=None, wrapdir=None, extra=(), program=None, env=None):
     """Start ring (SECONDS, then args) with one rank on each of hosts
