@@ -133,6 +133,9 @@ struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id);
 void conn_index_edp(struct conn_table *tbl, struct conn *c, uint64_t edp_id);
 struct conn *conn_find_edp(const struct conn_table *tbl, uint64_t edp_id);
 void conn_unindex_edp(struct conn_table *tbl, struct conn *c);
+/* Whether C is managed: both rackds hold its key, connected or held
+ * (what the state file keeps). */
+bool conn_managed(const struct conn *c);
 /* Whether C's segments travel between other endpoints than its socket's. */
 bool conn_spliced(const struct conn *c);
 /* A new connection in state CONN_HANDSHAKE; never NULL (OOM is fatal). */

@@ -325,15 +325,17 @@ void ctl_subscribe_current(struct ctl *ctl)
 		ctl->current->subscribed = true;
 }
 
-void ctl_event(struct ctl *ctl, const char *event, const struct conn *c,
+void ctl_event(void *arg, enum event_type type, struct conn *c,
 	       const char *reason)
 {
 	char *msg = NULL, l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+	const char *event = event_name(type);
+	struct ctl *ctl = arg;
 	size_t len = 0;
 	struct timespec ts;
 	FILE *f;
 
-	if (!ctl)
+	if (!ctl || !event)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	f = open_memstream(&msg, &len);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "event.h"
 #include "inject.h"
 #include "liveness.h"
 #include "log.h"
@@ -14,7 +14,6 @@
 #include "rewrite.h"
 #include "rackd.h"
 #include "sockdiag.h"
-#include "state.h"
 
 #define TCP_OPT_NOP 1
 #define TCP_OPT_TS_LEN 10
@@ -116,7 +115,7 @@ static void hold_take(struct rackd *d, struct conn *c)
 	c->state_since = c->hold->since;
 	c->suspensions++;
 	d->live.stats.suspensions++;
-	ctl_event(d->ctl, "suspend", c, NULL);
+	event_post(&d->events, EVENT_SUSPEND, c, NULL);
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
 }
 
@@ -133,8 +132,6 @@ void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 	}
 	if (held_sets(d, conns, held, true, err, sizeof(err)))
 		log_warnx("holding %u connection(s): %s", held, err);
-	if (held)
-		state_changed(d);
 }
 
 void hold_restore(struct rackd *d, struct conn *c, uint64_t held_ms)
@@ -228,9 +225,8 @@ static void finish_batch(struct rackd *d, struct conn **conns, unsigned n)
 		free(conns[i]->hold);
 		conns[i]->hold = NULL;
 		loop_timer_cancel(d->loop, &conns[i]->expiry);
+		event_post(&d->events, EVENT_SAVED, conns[i], NULL);
 	}
-	if (n)
-		state_changed(d);
 }
 
 void hold_finish(struct rackd *d, struct conn *c)
@@ -304,7 +300,7 @@ void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 		} else {
 			conns[done++] = c;	/* done <= i: a slot already read */
 		}
-		ctl_event(d->ctl, "resume", c, NULL);
+		event_post(&d->events, EVENT_RESUME, c, NULL);
 	}
 	if (done)
 		finish_batch(d, conns, done);
@@ -392,7 +388,8 @@ void hold_abort(struct rackd *d, struct conn *c)
 			d->edp.send_errors++;
 	}
 	d->live.stats.aborted++;
-	ctl_event(d->ctl, "abort", c, "suspended longer than max_suspend");
+	event_post(&d->events, EVENT_ABORT, c,
+		   "suspended longer than max_suspend");
 	log_info("conn %llu: suspended for max_suspend: aborted",
 		 (unsigned long long)c->id);
 	hold_free(d, c);

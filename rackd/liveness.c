@@ -308,6 +308,16 @@ void live_detach(struct rackd *d, struct conn *c)
 	path_unlink(d, c);
 }
 
+void live_event(void *arg, enum event_type type, struct conn *c,
+		const char *reason)
+{
+	(void)reason;
+	if (type == EVENT_CONNECTED)
+		live_attach(arg, c);
+	else
+		live_detach(arg, c);
+}
+
 struct live_peer *live_move(struct rackd *d, struct conn *c, bool suspended)
 {
 	path_unlink(d, c);

@@ -17,6 +17,7 @@
 
 #include "addr.h"
 #include "conn.h"
+#include "event.h"
 #include "option.h"
 #include "packet.h"
 #include "rtnl.h"
@@ -78,6 +79,12 @@ struct rackd;
 void live_attach(struct rackd *d, struct conn *c);
 /* A connection goes away. */
 void live_detach(struct rackd *d, struct conn *c);
+/* Subscriber (ARG: the rackd): a connected connection joins its path,
+ * one closing or gone leaves it. */
+#define LIVE_EVENTS (EVENT_BIT(EVENT_CONNECTED) | EVENT_BIT(EVENT_CLOSING) | \
+		     EVENT_BIT(EVENT_GONE))
+void live_event(void *arg, enum event_type type, struct conn *c,
+		const char *reason);
 /* C, from a state file, joins its path, suspended (for HELD_MS) or not. */
 void live_restore(struct rackd *d, struct conn *c, bool suspended,
 		  uint64_t held_ms);

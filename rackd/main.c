@@ -370,6 +370,31 @@ static void detach_finish(int report_fd)
 	close(report_fd);
 }
 
+/*
+ * Who hears what happens to a connection, in this order: the event
+ * stream sees it first, the state file decides whether the connection
+ * was in it before anyone lets go of it, and its keys go last.
+ */
+static void subscribe(struct rackd *d)
+{
+	static const struct {
+		uint32_t mask;
+		event_fn fn;
+	} subs[] = {
+		{ STATE_EVENTS, state_event },
+		{ LIVE_EVENTS, live_event },
+		{ RECONNECT_EVENTS, reconnect_event },
+		{ SPLICE_EVENTS, splice_event },
+		{ SETUP_EVENTS, setup_event },
+	};
+
+	if (event_subscribe(&d->events, EVENT_ALL, ctl_event, d->ctl))
+		fatalx(1, "too many event subscribers");
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (event_subscribe(&d->events, subs[i].mask, subs[i].fn, d))
+			fatalx(1, "too many event subscribers");
+}
+
 static void start(struct rackd *d)
 {
 	struct rtnl_handlers rh = { on_link, on_addr, d };
@@ -391,6 +416,7 @@ static void start(struct rackd *d)
 	if (ret)
 		fatalx(1, "control socket %s: %s", d->sock_path,
 		       strerror(-ret));
+	subscribe(d);
 
 	ret = queue_open(&d->queue, d->cfg->queue_num, d->cfg->queue_maxlen,
 			 track_packet, d);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "event.h"
 #include "hold.h"
 #include "liveness.h"
 #include "local.h"
@@ -18,8 +18,6 @@
 #include "reconnect.h"
 #include "setup.h"
 #include "splice.h"
-#include "state.h"
-#include "track.h"
 
 /* Hold C unless it is held already (one transaction for one). */
 static void hold_one(struct rackd *d, struct conn *c)
@@ -38,7 +36,7 @@ static void send_away(struct rackd *d, struct conn *c)
 bool migrate_exportable(const struct conn *c)
 {
 	return c->migration == MIG_LEAVING ||
-	       (c->migration == MIG_NONE && c->host && state_managed(c));
+	       (c->migration == MIG_NONE && c->host && conn_managed(c));
 }
 
 int migrate_export(struct rackd *d, struct conn *c)
@@ -59,8 +57,7 @@ int migrate_export(struct rackd *d, struct conn *c)
 	loop_timer_arm(d->loop, &p->timer, MIGRATE_AWAY_RETRY_MS);
 	d->migrate.exported++;
 	conn_log(c, "exported: its process is being checkpointed");
-	ctl_event(d->ctl, "export", c, NULL);
-	state_changed(d);
+	event_post(&d->events, EVENT_EXPORT, c, NULL);
 	return 0;
 }
 
@@ -85,8 +82,7 @@ void migrate_unexport(struct rackd *d, struct conn *c)
 	rejoin(d, c);
 	d->migrate.unexported++;
 	conn_log(c, "export undone: resuming here");
-	ctl_event(d->ctl, "unexport", c, NULL);
-	state_changed(d);
+	event_post(&d->events, EVENT_UNEXPORT, c, NULL);
 }
 
 void migrate_release(struct rackd *d, struct conn *c)
@@ -95,10 +91,10 @@ void migrate_release(struct rackd *d, struct conn *c)
 		return;
 	d->migrate.released++;
 	conn_log(c, "released: restored elsewhere");
-	ctl_event(d->ctl, "release", c, NULL);
+	event_post(&d->events, EVENT_RELEASE, c, NULL);
 	/* Its socket went with the checkpoint (TCP repair closes it
 	 * without a word to the peer): nothing is sent for it again. */
-	track_forget(d, c);
+	rackd_forget(d, c);
 }
 
 int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
@@ -142,7 +138,7 @@ int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 		live_move(d, c, true);
 		d->migrate.imported++;
 		conn_log(c, "imported: waiting for its socket");
-		ctl_event(d->ctl, "import", c, NULL);
+		event_post(&d->events, EVENT_IMPORT, c, NULL);
 	}
 	/* Whatever the restored sockets send before their peers follow is
 	 * answered here, with a closed window. */
@@ -157,7 +153,7 @@ int migrate_arrived(struct rackd *d, struct conn *c)
 	rejoin(d, c);
 	d->migrate.arrived++;
 	conn_log(c, "socket restored: reconnecting");
-	state_changed(d);
+	event_post(&d->events, EVENT_ARRIVED, c, NULL);
 	return 0;
 }
 
@@ -173,8 +169,7 @@ static void peer_away(struct rackd *d, struct conn *c, uint32_t counter)
 		/* Nothing to send on a parked path: its timer idles. */
 		loop_timer_cancel(d->loop, &p->timer);
 		conn_log(c, "peer away: held until it reconnects");
-		ctl_event(d->ctl, "away", c, NULL);
-		state_changed(d);
+		event_post(&d->events, EVENT_AWAY, c, NULL);
 	}
 	setup_send_numbered(d, c, EDP_AWAY_ACK, counter);
 }

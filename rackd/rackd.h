@@ -14,6 +14,7 @@
 #include "announce.h"
 #include "config.h"
 #include "conn.h"
+#include "event.h"
 #include "keypool.h"
 #include "liveness.h"
 #include "local.h"
@@ -92,6 +93,7 @@ struct rackd {
 	enum ruleset_queue queue_mode;
 	bool table_installed;
 	struct conn_table conns;
+	struct events events;		/* who hears what happens to them */
 	struct rtnl *rtnl;
 	struct ctl *ctl;
 	struct timer sweep_timer;
@@ -121,6 +123,10 @@ static inline struct rackd *rackd_of_conn(struct conn *c)
 {
 	return container_of(c->table, struct rackd, conns);
 }
+
+/* C is going away: every subscriber of EVENT_GONE lets go of it, then
+ * its expiry timer is cancelled and it is freed. */
+void rackd_forget(struct rackd *d, struct conn *c);
 
 /* Re-read the configuration file; keeps the old one if the new is bad. */
 int rackd_reload(struct rackd *d, char *err, size_t errlen);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "ctl.h"
+#include "event.h"
 #include "hold.h"
 #include "liveness.h"
 #include "local.h"
@@ -64,6 +64,14 @@ void reconnect_forget(struct rackd *d, struct conn *c)
 	r->naccepted = kept;
 }
 
+void reconnect_event(void *arg, enum event_type type, struct conn *c,
+		     const char *reason)
+{
+	(void)type;
+	(void)reason;
+	reconnect_forget(arg, c);
+}
+
 static void event_moved(struct rackd *d, struct conn *c)
 {
 	char l[ENDPOINT_STRLEN], w[ENDPOINT_STRLEN], buf[2 * ENDPOINT_STRLEN + 8];
@@ -74,7 +82,7 @@ static void event_moved(struct rackd *d, struct conn *c)
 		 endpoint_format(&c->wire_local, l, sizeof(l)),
 		 endpoint_format(&c->wire_remote, w, sizeof(w)));
 	conn_log(c, "reconnected");
-	ctl_event(d->ctl, "reconnect", c, buf);
+	event_post(&d->events, EVENT_RECONNECT, c, buf);
 }
 
 /* Resume C now that its peer knows where it is. */

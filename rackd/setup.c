@@ -7,14 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "event.h"
 #include "inject.h"
 #include "log.h"
 #include "loop.h"
-#include "liveness.h"
 #include "migrate.h"
 #include "rackd.h"
-#include "state.h"
 
 /* The window our messages advertise: the peer kernel only ever sees one
  * if the peer rackd is gone, and then a large window cannot stall it. */
@@ -172,10 +170,9 @@ static void setup_connected(struct rackd *d, struct conn *c)
 	edp_keypair_wipe(&e->kp);
 	d->edp.setup_ok++;
 	conn_log(c, "connected");
-	ctl_event(d->ctl, "connected", c, NULL);
 	conn_index_edp(&d->conns, c, e->conn_id);
-	live_attach(d, c);
-	state_changed(d);
+	/* Its path's heartbeats, the state file and the event stream. */
+	event_post(&d->events, EVENT_CONNECTED, c, NULL);
 }
 
 void setup_save(const struct conn *c, struct setup_saved *out)
@@ -203,7 +200,7 @@ void setup_restore(struct rackd *d, struct conn *c,
 	e->phase = SETUP_COMPLETE;
 	e->conn_id = k->conn_id;
 	edp_fingerprint(e->key, e->fingerprint);
-	e->hb_out = k->hb_out + STATE_COUNTER_MARGIN;
+	e->hb_out = k->hb_out;
 	e->hb_acked = k->hb_acked;
 	e->hb_in = k->hb_in;
 	e->rc_base = k->rc_base;
@@ -413,11 +410,19 @@ void setup_free(struct rackd *d, struct conn *c)
 	c->edp = NULL;
 }
 
+void setup_event(void *arg, enum event_type type, struct conn *c,
+		 const char *reason)
+{
+	(void)type;
+	(void)reason;
+	setup_free(arg, c);
+}
+
 void setup_release(struct rackd *d, struct conn *c, const char *why)
 {
 	conn_log(c, why);
 	if (c->peer == PEER_RACKS)
-		ctl_event(d->ctl, "released", c, why);
+		event_post(&d->events, EVENT_RELEASED, c, why);
 	setup_free(d, c);
 	loop_timer_cancel(d->loop, &c->expiry);
 	c->peer = PEER_NONE;

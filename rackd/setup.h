@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "event.h"
 #include "keys.h"
 #include "option.h"
 #include "packet.h"
@@ -71,8 +72,8 @@ struct rackd;
 /* C's keys and counters (C is managed: its set-up is complete). */
 void setup_save(const struct conn *c, struct setup_saved *out);
 /* A managed connection taken over from a state file: keyed, set up,
- * indexed by its id; its outgoing counter jumps STATE_COUNTER_MARGIN
- * ahead (the last ones sent may not have been written). */
+ * indexed by its id. The caller moves its outgoing counter ahead of any
+ * the last rackd may have sent after writing the file. */
 void setup_restore(struct rackd *d, struct conn *c,
 		   const struct setup_saved *k);
 
@@ -97,5 +98,10 @@ bool setup_numbered_valid(struct rackd *d, struct conn *c,
 void setup_release(struct rackd *d, struct conn *c, const char *why);
 /* Wipe and free C's key state (the connection is going away). */
 void setup_free(struct rackd *d, struct conn *c);
+/* Subscriber (ARG: the rackd): setup_free() when C goes; subscribed
+ * last, since the others may still read its keys. */
+#define SETUP_EVENTS EVENT_BIT(EVENT_GONE)
+void setup_event(void *arg, enum event_type type, struct conn *c,
+		 const char *reason);
 
 #endif

@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "event.h"
 #include "local.h"
 #include "log.h"
 #include "rackd.h"
 #include "ruleset.h"
 #include "splicemap.h"
-#include "state.h"
 
 static void entry_of(const struct conn *c, bool installed,
 		     struct splicemap_entry *e)
@@ -97,9 +97,9 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		c->mapped = add && conn_spliced(c);
 		c->mapped_local = c->wire_local;
 		c->mapped_remote = c->wire_remote;
+		if (changed)
+			event_post(&d->events, EVENT_SAVED, c, NULL);
 	}
-	if (changed)
-		state_changed(d);
 	return ret;
 }
 
@@ -124,6 +124,14 @@ void splice_forget(struct rackd *d, struct conn *c)
 		c->kept_local = false;
 		local_unkeep(&d->local, &c->local.addr);
 	}
+}
+
+void splice_event(void *arg, enum event_type type, struct conn *c,
+		  const char *reason)
+{
+	(void)type;
+	(void)reason;
+	splice_forget(arg, c);
 }
 
 void splice_write_state(struct rackd *d, FILE *f)

@@ -19,8 +19,6 @@ void track_sweep(struct rackd *d);
 /* The same for the control socket: skipped if a sweep ran very recently. */
 void track_sweep_fresh(struct rackd *d);
 #define TRACK_FRESH_MS 200
-/* Release a connection's timers and free it. */
-void track_forget(struct rackd *d, struct conn *c);
 
 /* A connection of the state file, keyed by its socket's endpoints (its
  * expiry timer ready): state.c fills in the rest. */
