@@ -30,7 +30,7 @@ enum conn_peer {
 	PEER_NONE,
 };
 
-struct conn_edp;		/* set-up and key state, see setup.h */
+struct conn_edp;		/* keys and counters, see keystate.h */
 struct live_peer;		/* heartbeats, see liveness.h */
 struct conn_hold;		/* suspension, see hold.h */
 

@@ -5,6 +5,7 @@
 #include <linux/netfilter.h>
 #include <stdlib.h>
 
+#include "channel.h"
 #include "hold.h"
 #include "inject.h"
 #include "keys.h"
@@ -12,7 +13,7 @@
 #include "loop.h"
 #include "rackd.h"
 #include "reconnect.h"
-#include "setup.h"
+#include "keystate.h"
 #include "splice.h"
 #include "local.h"
 #include "migrate.h"
@@ -45,7 +46,7 @@ static uint64_t heartbeat_interval(const struct rackd *d,
 static void live_send(struct rackd *d, struct conn *c, uint8_t type,
 		      uint32_t counter)
 {
-	setup_send_numbered(d, c, type, counter);
+	channel_send_numbered(d, c, type, counter);
 }
 
 /* The path's connections, for one batched hold / release; the caller
@@ -394,15 +395,18 @@ void live_heard_path(struct rackd *d, struct conn *c)
 		live_heard(d, c->host);
 }
 
-uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
+/* A heartbeat or its answer for C. */
+static uint32_t live_input(struct rackd *d, struct conn *c,
+			   const struct packet *p, const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
 
+	(void)p;
 	if (!c->host || !e || !e->keyed) {
 		d->edp.unexpected++;
 		return NF_DROP;
 	}
-	if (!setup_numbered_valid(d, c, m))
+	if (!channel_numbered_valid(d, c, m))
 		return NF_DROP;
 	if (m->type == EDP_HEARTBEAT) {
 		/* Counters only grow: an old heartbeat is a replay. */
@@ -423,6 +427,13 @@ uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
 	}
 	live_heard(d, c->host);
 	return NF_DROP;
+}
+
+int live_handle_messages(struct rackd *d)
+{
+	int ret = channel_handle(d, EDP_HEARTBEAT, live_input);
+
+	return ret ? ret : channel_handle(d, EDP_HEARTBEAT_ACK, live_input);
 }
 
 static uint32_t addr_ifindex(const struct rackd *d, const struct addr *a)

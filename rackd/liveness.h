@@ -96,8 +96,8 @@ void live_probe_now(struct rackd *d, struct live_peer *p);
 /* Move a suspended path's connections to local address SRC. */
 void live_migrate(struct rackd *d, struct live_peer *p,
 		  const struct addr *src);
-/* A heartbeat or its answer for C; returns the verdict. */
-uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m);
+/* HEARTBEAT and HEARTBEAT_ACK go to liveness (channel.h); 0 or -errno. */
+int live_handle_messages(struct rackd *d);
 /* Evidence that C's path works again (other than a heartbeat). */
 void live_heard_path(struct rackd *d, struct conn *c);
 /* rtnetlink events: links losing carrier suspend their paths at once. */

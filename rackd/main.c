@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "channel.h"
 #include "ctl.h"
 #include "inject.h"
 #include "liveness.h"
@@ -395,6 +396,23 @@ static void subscribe(struct rackd *d)
 			fatalx(1, "too many event subscribers");
 }
 
+/* Which module handles which of racks' message types (channel.h). */
+static void handle_messages(struct rackd *d)
+{
+	static struct channel channel;
+	int (*const handlers[])(struct rackd *) = {
+		setup_handle_messages,
+		live_handle_messages,
+		reconnect_handle_messages,
+		migrate_handle_messages,
+	};
+
+	d->channel = &channel;
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i](d))
+			fatalx(1, "message handlers: a type handled twice");
+}
+
 static void start(struct rackd *d)
 {
 	struct rtnl_handlers rh = { on_link, on_addr, d };
@@ -441,6 +459,7 @@ static void start(struct rackd *d)
 	edp_announce_new(d->announcement);
 	keypool_init(&d->keys, d->loop);
 	reconnect_init(d);
+	handle_messages(d);
 
 	ret = rtnl_open(&d->rtnl, &rh);
 	if (ret) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "event.h"
+#include "channel.h"
 #include "hold.h"
 #include "liveness.h"
 #include "local.h"
@@ -16,7 +17,7 @@
 #include "loop.h"
 #include "rackd.h"
 #include "reconnect.h"
-#include "setup.h"
+#include "keystate.h"
 #include "splice.h"
 
 /* Hold C unless it is held already (one transaction for one). */
@@ -29,7 +30,7 @@ static void hold_one(struct rackd *d, struct conn *c)
 
 static void send_away(struct rackd *d, struct conn *c)
 {
-	if (setup_send_numbered(d, c, EDP_AWAY, ++c->edp->hb_out) == 0)
+	if (channel_send_numbered(d, c, EDP_AWAY, ++c->edp->hb_out) == 0)
 		d->migrate.away_out++;
 }
 
@@ -171,18 +172,21 @@ static void peer_away(struct rackd *d, struct conn *c, uint32_t counter)
 		conn_log(c, "peer away: held until it reconnects");
 		event_post(&d->events, EVENT_AWAY, c, NULL);
 	}
-	setup_send_numbered(d, c, EDP_AWAY_ACK, counter);
+	channel_send_numbered(d, c, EDP_AWAY_ACK, counter);
 }
 
-uint32_t migrate_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
+/* An AWAY or AWAY_ACK for C. */
+static uint32_t migrate_input(struct rackd *d, struct conn *c,
+			      const struct packet *p, const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
 
+	(void)p;
 	if (!c->host || !e || !e->keyed) {
 		d->migrate.refused++;
 		return NF_DROP;
 	}
-	if (!setup_numbered_valid(d, c, m))
+	if (!channel_numbered_valid(d, c, m))
 		return NF_DROP;
 	if (m->type == EDP_AWAY) {
 		/* Both ends moving at once is not supported: the second
@@ -208,6 +212,13 @@ uint32_t migrate_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
 		conn_log(c, "peer holds it: ready for the checkpoint");
 	}
 	return NF_DROP;
+}
+
+int migrate_handle_messages(struct rackd *d)
+{
+	int ret = channel_handle(d, EDP_AWAY, migrate_input);
+
+	return ret ? ret : channel_handle(d, EDP_AWAY_ACK, migrate_input);
 }
 
 void migrate_tick(struct rackd *d, struct live_peer *p)

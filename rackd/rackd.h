@@ -36,6 +36,7 @@ struct inject;
 struct offerset;
 struct rtnl;
 struct ctl;
+struct channel;
 
 struct rackd_stats {
 	uint64_t malformed;		/* sum of malformed_by[] */
@@ -94,6 +95,7 @@ struct rackd {
 	bool table_installed;
 	struct conn_table conns;
 	struct events events;		/* who hears what happens to them */
+	struct channel *channel;	/* who handles which message type */
 	struct rtnl *rtnl;
 	struct ctl *ctl;
 	struct timer sweep_timer;

@@ -8,13 +8,14 @@
 #include <time.h>
 
 #include "event.h"
+#include "channel.h"
 #include "hold.h"
 #include "liveness.h"
 #include "local.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
-#include "setup.h"
+#include "keystate.h"
 #include "splice.h"
 
 static void reconnect_flush(struct timer *t, void *arg);
@@ -40,7 +41,7 @@ void reconnect_send(struct rackd *d, struct conn *c)
 {
 	struct conn_edp *e = c->edp;
 
-	if (setup_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
+	if (channel_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
 		d->reconnect.stats.sent++;
 }
 
@@ -117,7 +118,7 @@ static void reconnect_flush(struct timer *t, void *arg)
 	if (splice_apply(d, r->accepted, n))
 		return;
 	for (unsigned i = 0; i < n; i++)
-		if (setup_send_numbered(d, r->accepted[i], EDP_RECONNECT_ACK,
+		if (channel_send_numbered(d, r->accepted[i], EDP_RECONNECT_ACK,
 					r->counters[i]) == 0)
 			d->reconnect.stats.sent++;
 	for (unsigned i = 0; i < n; i++)
@@ -201,8 +202,10 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	return NF_DROP;
 }
 
-uint32_t reconnect_input(struct rackd *d, struct conn *c,
-			 const struct packet *p, const struct edp_msg *m)
+/* A RECONNECT or RECONNECT_ACK for C arriving in segment P. */
+static uint32_t reconnect_input(struct rackd *d, struct conn *c,
+				const struct packet *p,
+				const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
 
@@ -210,13 +213,21 @@ uint32_t reconnect_input(struct rackd *d, struct conn *c,
 		d->reconnect.stats.refused_other++;
 		return NF_DROP;
 	}
-	if (!setup_numbered_valid(d, c, m)) {
+	if (!channel_numbered_valid(d, c, m)) {
 		d->reconnect.stats.refused_mac++;
 		return NF_DROP;
 	}
 	if (m->type == EDP_RECONNECT)
 		return reconnect_take(d, c, p, m->counter);
 	return reconnect_acked(d, c, m->counter);
+}
+
+int reconnect_handle_messages(struct rackd *d)
+{
+	int ret = channel_handle(d, EDP_RECONNECT, reconnect_input);
+
+	return ret ? ret : channel_handle(d, EDP_RECONNECT_ACK,
+					  reconnect_input);
 }
 
 int reconnect_set_peer(struct rackd *d, struct conn *c,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "answer.h"
+#include "channel.h"
 #include "event.h"
 #include "hold.h"
 #include "liveness.h"
@@ -411,7 +412,7 @@ static void track_message(struct rackd *d, struct queue *q,
 		c = conn_find_edp(&d->conns, m.conn_id);
 	else
 		c = lookup(d, p, false);
-	if (setup_input(d, c, p, &m) == NF_ACCEPT)
+	if (channel_input(d, c, p, &m) == NF_ACCEPT)
 		pass_on(d, q, qp, outbound);
 	else
 		queue_verdict(q, qp->id, NF_DROP);
