@@ -42,7 +42,6 @@ struct ctl {
 	char *path;
 	int fd;
 	struct ctl_client *clients;
-	struct ctl_client *current;	/* whose request is being served */
 };
 
 /* A subscriber that lets this much pile up is too slow: dropped. */
@@ -112,9 +111,9 @@ static void client_request(struct ctl_client *cl, char *msg, size_t len)
 		snprintf(err, sizeof(err), "'%s' needs root", name);
 		ret = -EPERM;
 	} else {
-		cl->ctl->current = cl;
 		ret = cmd->run(d, &req, out, err, sizeof(err));
-		cl->ctl->current = NULL;
+		if (ret == 0 && cmd->subscribes)
+			cl->subscribed = true;
 	}
 	proto_msg_free(&req);
 reply:
@@ -317,12 +316,6 @@ err:
 	free(ctl->path);
 	free(ctl);
 	return ret;
-}
-
-void ctl_subscribe_current(struct ctl *ctl)
-{
-	if (ctl->current)
-		ctl->current->subscribed = true;
 }
 
 void ctl_event(void *arg, enum event_type type, struct conn *c,

@@ -25,7 +25,5 @@ struct conn;
  * stream are ignored. */
 void ctl_event(void *arg, enum event_type type, struct conn *c,
 	       const char *reason);
-/* Make the client behind the request being served a subscriber. */
-void ctl_subscribe_current(struct ctl *ctl);
 
 #endif

@@ -8,7 +8,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl.h"
 #include "ctl_migrate.h"
 #include "loop.h"
 #include "queue.h"
@@ -312,7 +311,7 @@ static int cmd_reload(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
 	(void)req, (void)out;
-	return rackd_reload(d, err, errlen);
+	return d->reload(d, err, errlen);
 }
 
 /* Both ends moved: tell rackd where the peer is now. */
@@ -354,27 +353,27 @@ static int cmd_peer(struct rackd *d, const struct proto_msg *req, FILE *out,
 	return 0;
 }
 
-/* The reply opens a stream: every later event is one more message. */
+/* The reply opens a stream (ctl.c): every later event is one more
+ * message. */
 static int cmd_events(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
-	(void)req, (void)out, (void)err, (void)errlen;
-	ctl_subscribe_current(d->ctl);
+	(void)d, (void)req, (void)out, (void)err, (void)errlen;
 	return 0;
 }
 
 static const struct ctl_command ctl_commands[] = {
-	{ "status", false, cmd_status },
-	{ "list", false, cmd_list },
-	{ "show", false, cmd_show },
-	{ "reload", true, cmd_reload },
-	{ "events", false, cmd_events },
-	{ "peer", true, cmd_peer },
-	{ "export", true, cmd_export },
-	{ "unexport", true, cmd_unexport },
-	{ "release", true, cmd_release },
-	{ "import", true, cmd_import },
-	{ "restored", true, cmd_restored },
+	{ "status", false, false, cmd_status },
+	{ "list", false, false, cmd_list },
+	{ "show", false, false, cmd_show },
+	{ "reload", true, false, cmd_reload },
+	{ "events", false, true, cmd_events },
+	{ "peer", true, false, cmd_peer },
+	{ "export", true, false, cmd_export },
+	{ "unexport", true, false, cmd_unexport },
+	{ "release", true, false, cmd_release },
+	{ "import", true, false, cmd_import },
+	{ "restored", true, false, cmd_restored },
 };
 
 const struct ctl_command *ctl_command_find(const char *name)

@@ -6,17 +6,14 @@
 #include <stdlib.h>
 
 #include "channel.h"
-#include "hold.h"
 #include "inject.h"
 #include "keys.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
-#include "reconnect.h"
 #include "keystate.h"
 #include "splice.h"
 #include "local.h"
-#include "migrate.h"
 
 /* Kernel TCP states (include/net/tcp_states.h). */
 #define TCP_STATE_FIN_WAIT2 5
@@ -72,7 +69,7 @@ static void live_suspend(struct rackd *d, struct live_peer *p,
 		return;
 	p->suspended = true;
 	batch = path_conns(p, &n);
-	hold_begin(d, batch, n);
+	d->live.ops->path_down(d, batch, n);
 	free(batch);
 	log_info("path %s -> %s: %s: %u connection(s) suspended",
 		 addr_format(&p->local, l, sizeof(l)),
@@ -95,11 +92,11 @@ static void live_resume(struct rackd *d, struct live_peer *p)
 		if (batch[i]->confirmed) {
 			batch[ready++] = batch[i];
 		} else {
-			reconnect_send(d, batch[i]);
+			d->live.ops->reconnect(d, batch[i]);
 			moved++;
 		}
 	}
-	hold_end(d, batch, ready);
+	d->live.ops->path_up(d, batch, ready);
 	free(batch);
 	log_info("path %s -> %s: heard again: %u connection(s) resumed, %u "
 		 "reconnecting", addr_format(&p->local, l, sizeof(l)),
@@ -141,7 +138,7 @@ static void resend_unconfirmed(struct rackd *d, struct live_peer *p)
 {
 	for (struct conn *c = p->conns; c; c = c->host_next)
 		if (!c->confirmed)
-			reconnect_send(d, c);
+			d->live.ops->reconnect(d, c);
 }
 
 static bool path_unconfirmed(const struct live_peer *p)
@@ -163,7 +160,7 @@ static void probe(struct rackd *d, struct live_peer *p)
 		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
 		d->live.stats.heartbeats_out++;
 	} else {
-		reconnect_send(d, c);
+		d->live.ops->reconnect(d, c);
 	}
 }
 
@@ -176,7 +173,7 @@ static void live_tick(struct timer *t, void *arg)
 	struct addr src;
 
 	if (p->parked) {
-		migrate_tick(d, p);
+		d->live.ops->parked_tick(d, p);
 		return;
 	}
 	if (!p->suspended && silent >= d->cfg->suspend_after_ms)
@@ -275,6 +272,11 @@ static void path_unlink(struct rackd *d, struct conn *c)
 	free(p);
 }
 
+void live_set_ops(struct rackd *d, const struct live_ops *ops)
+{
+	d->live.ops = ops;
+}
+
 void live_attach(struct rackd *d, struct conn *c)
 {
 	struct live_peer *p = path_link(d, c, false);
@@ -282,7 +284,7 @@ void live_attach(struct rackd *d, struct conn *c)
 	if (p->suspended) {
 		struct conn *one[1] = { c };
 
-		hold_begin(d, one, 1);
+		d->live.ops->path_down(d, one, 1);
 	}
 }
 
@@ -294,7 +296,7 @@ void live_restore(struct rackd *d, struct conn *c, bool suspended,
 	if (suspended)
 		p->suspended = true;
 	if (p->suspended)
-		hold_restore(d, c, held_ms);
+		d->live.ops->held_again(d, c, held_ms);
 }
 
 void live_detach(struct rackd *d, struct conn *c)
@@ -302,7 +304,7 @@ void live_detach(struct rackd *d, struct conn *c)
 	if (c->hold) {
 		/* Leaves its path while held (its socket is closing): it is
 		 * no longer anyone's to abort. */
-		hold_free(d, c);
+		d->live.ops->unhold(d, c);
 		loop_timer_cancel(d->loop, &c->expiry);
 		c->state = CONN_CONNECTED;
 	}
@@ -346,7 +348,7 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 		struct conn *c = batch[i];
 
 		c->wire_local.addr = *src;
-		reconnect_begin(c);
+		d->live.ops->moving(c);
 	}
 	if (splice_apply(d, batch, count)) {
 		/* Nothing sent from an address the kernel cannot map back:

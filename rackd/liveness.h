@@ -65,7 +65,34 @@ struct live_stats {
 	uint64_t migrations;		/* paths moved to a new local address */
 };
 
+struct rackd;
+
+/*
+ * What a path's news means for its connections: the engine modules above
+ * liveness (hold, reconnect, migrate) decide, through the callbacks
+ * main.c installs; liveness never calls them by name.
+ */
+struct live_ops {
+	/* The path went silent (or lost its link): hold these. */
+	void (*path_down)(struct rackd *d, struct conn **conns, unsigned n);
+	/* The path was heard again: resume these (the peer knows them at
+	 * this path's endpoints). */
+	void (*path_up)(struct rackd *d, struct conn **conns, unsigned n);
+	/* A parked path's timer: its connections are migrating. */
+	void (*parked_tick)(struct rackd *d, struct live_peer *p);
+	/* C must ask its peer to follow it to its wire endpoints. */
+	void (*reconnect)(struct rackd *d, struct conn *c);
+	/* C's wire endpoints change: unconfirmed until the peer follows. */
+	void (*moving)(struct conn *c);
+	/* C, from a state file, joins a suspended path: held again, for
+	 * HELD_MS already. */
+	void (*held_again)(struct rackd *d, struct conn *c, uint64_t held_ms);
+	/* C leaves its path while held: its hold goes. */
+	void (*unhold)(struct rackd *d, struct conn *c);
+};
+
 struct live_state {
+	const struct live_ops *ops;
 	struct live_peer *peers;
 	struct live_addr *addrs;	/* local addresses and their links */
 	struct live_link *down;		/* links without carrier */
@@ -73,8 +100,8 @@ struct live_state {
 	struct live_stats stats;
 };
 
-struct rackd;
-
+/* How path news reaches the modules above (see struct live_ops). */
+void live_set_ops(struct rackd *d, const struct live_ops *ops);
 /* A connection became connected: it joins its path's heartbeats. */
 void live_attach(struct rackd *d, struct conn *c);
 /* A connection goes away. */

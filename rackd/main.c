@@ -23,6 +23,7 @@
 #include "caps.h"
 #include "channel.h"
 #include "ctl.h"
+#include "hold.h"
 #include "inject.h"
 #include "liveness.h"
 #include "log.h"
@@ -222,7 +223,7 @@ static int reload(struct rackd *d, char *err, size_t errlen)
 }
 
 /* The service manager sees every reload begin and end, refused or not. */
-int rackd_reload(struct rackd *d, char *err, size_t errlen)
+static int rackd_reload(struct rackd *d, char *err, size_t errlen)
 {
 	char status[128];
 	int ret;
@@ -396,6 +397,17 @@ static void subscribe(struct rackd *d)
 			fatalx(1, "too many event subscribers");
 }
 
+/* What liveness's path news does (liveness.h). */
+static const struct live_ops path_ops = {
+	.path_down = hold_begin,
+	.path_up = hold_end,
+	.parked_tick = migrate_tick,
+	.reconnect = reconnect_send,
+	.moving = reconnect_begin,
+	.held_again = hold_restore,
+	.unhold = hold_free,
+};
+
 /* Which module handles which of racks' message types (channel.h). */
 static void handle_messages(struct rackd *d)
 {
@@ -460,6 +472,7 @@ static void start(struct rackd *d)
 	keypool_init(&d->keys, d->loop);
 	reconnect_init(d);
 	handle_messages(d);
+	live_set_ops(d, &path_ops);
 
 	ret = rtnl_open(&d->rtnl, &rh);
 	if (ret) {
@@ -581,6 +594,7 @@ int main(int argc, char **argv)
 		fatalx(1, "must run as root (needs CAP_NET_ADMIN and CAP_NET_RAW)");
 	if (sodium_init() < 0)
 		fatalx(1, "libsodium initialisation failed");
+	d.reload = rackd_reload;
 	d.config_path = o.config_path;
 	d.debug_option = o.debug;
 	d.sock_path = o.sock_path;

@@ -116,6 +116,9 @@ struct rackd {
 	struct state_file state;
 	struct migrate_stats migrate;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
+	/* Re-read the configuration file, keeping the old one if the new is
+	 * bad: installed by main.c, for the control socket. */
+	int (*reload)(struct rackd *d, char *err, size_t errlen);
 };
 
 #define container_of(ptr, type, member) \
@@ -130,7 +133,5 @@ static inline struct rackd *rackd_of_conn(struct conn *c)
  * its expiry timer is cancelled and it is freed. */
 void rackd_forget(struct rackd *d, struct conn *c);
 
-/* Re-read the configuration file; keeps the old one if the new is bad. */
-int rackd_reload(struct rackd *d, char *err, size_t errlen);
 
 #endif
