@@ -146,6 +146,13 @@ void conn_remove(struct conn_table *tbl, struct conn *c);
 
 void conn_negotiate(const struct conn *c, struct conn_negotiated *n);
 
+/* C is migrating (migrate.h): its path sends no heartbeats and is never
+ * resumed by them. */
+static inline bool conn_parked(const struct conn *c)
+{
+	return c->migration != MIG_NONE;
+}
+
 /* The local end sent the SYN. */
 static inline bool conn_is_client(const struct conn *c)
 {

@@ -26,15 +26,20 @@
 #include "hold.h"
 #include "inject.h"
 #include "liveness.h"
+#include "local.h"
 #include "log.h"
-#include "offerset.h"
 #include "loop.h"
+#include "migrate.h"
 #include "notify.h"
+#include "offerset.h"
 #include "queue.h"
 #include "rackd.h"
+#include "reconnect.h"
 #include "rtnl.h"
-#include "splice.h"
+#include "ruleset.h"
 #include "setup.h"
+#include "splice.h"
+#include "state.h"
 #include "track.h"
 
 struct options {
@@ -140,8 +145,8 @@ static char *state_script(struct rackd *d, const struct config *cfg)
 	for (struct conn *c = d->conns.head; c; c = c->next)
 		if (c->hold)
 			held[n++] = c;
-	if (n || d->splice.mapped)
-		ruleset_chains_write(f, cfg, d->splice.mapped > 0, n > 0);
+	if (n || d->splice->mapped)
+		ruleset_chains_write(f, cfg, d->splice->mapped > 0, n > 0);
 	ruleset_held_write(f, held, (unsigned)n, true);
 	splice_write_state(d, f);
 	free(held);
@@ -156,22 +161,21 @@ static enum queue_mode reload_mode(const struct rackd *d,
 {
 	if (cfg->queue_mode != QUEUE_MODE_AUTO)
 		return cfg->queue_mode;
-	return d->queue_mode == RULESET_QUEUE_NATIVE ? QUEUE_MODE_NATIVE
-						      : QUEUE_MODE_XT;
+	return d->queue_mode;
 }
 
 /* The line `systemctl status` shows. */
 static const char *status_line(const struct rackd *d, char *buf, size_t len)
 {
 	snprintf(buf, len, "queue %u (%s), connections: %zu", d->cfg->queue_num,
-		 ruleset_queue_name(d->queue_mode), d->conns.count);
+		 config_queue_mode_name(d->queue_mode), d->conns.count);
 	return buf;
 }
 
 static int reload(struct rackd *d, char *err, size_t errlen)
 {
 	struct config *cfg;
-	enum ruleset_queue used;
+	enum queue_mode used;
 	bool missing, replaced;
 	char *state;
 	int ret;
@@ -487,7 +491,7 @@ static void start(struct rackd *d)
 	/* Connections of a previous rackd: their splices and holds go into
 	 * the new table's first transaction, which also replaces the old
 	 * table that kept rewriting and holding them meanwhile. */
-	state_init(d, d->state.path);
+	state_init(d, d->state->path);
 	state_load(d);
 	state = d->conns.count ? state_script(d, d->cfg) : NULL;
 	ret = ruleset_install(d->cfg, d->cfg->queue_mode, state, &d->queue_mode,
@@ -503,7 +507,7 @@ static void start(struct rackd *d)
 			 RULESET_TABLE);
 	log_info("rackd %s: table inet %s installed, queue %u (%s), "
 		 "control socket %s", RACKD_VERSION, RULESET_TABLE,
-		 d->cfg->queue_num, ruleset_queue_name(d->queue_mode),
+		 d->cfg->queue_num, config_queue_mode_name(d->queue_mode),
 		 d->sock_path);
 
 	timer_init(&d->sweep_timer, on_sweep, d);
@@ -520,13 +524,13 @@ static void start(struct rackd *d)
  */
 static bool hand_over(struct rackd *d)
 {
-	if (!d->state.path || state_write(d))
+	if (!d->state->path || state_write(d))
 		return false;
-	if (!d->splice.mapped && !d->live.held)
+	if (!d->splice->mapped && !d->live->held)
 		return false;
 	log_info("table inet %s left in place for %u spliced and %u held "
 		 "connection(s): the next rackd takes them over from %s",
-		 RULESET_TABLE, d->splice.mapped, d->live.held, d->state.path);
+		 RULESET_TABLE, d->splice->mapped, d->live->held, d->state->path);
 	return true;
 }
 
@@ -561,14 +565,33 @@ static void stop(struct rackd *d)
 	reconnect_free(d);
 	/* Kept addresses go with the table, or stay with it. */
 	if (handed_over)
-		local_leave(&d->local);
+		local_leave(d->local);
 	else
-		local_free(&d->local);
+		local_free(d->local);
 	state_free(d);
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);
 	log_info("stopped");
+}
+
+/* The engine's and the state file's own state, which struct rackd points
+ * at: one instance, like struct rackd itself. */
+static void provide_state(struct rackd *d)
+{
+	static struct live_state live;
+	static struct reconnect_state reconnect;
+	static struct splice_stats splice;
+	static struct local_state local;
+	static struct state_file state;
+	static struct migrate_stats migrate;
+
+	d->live = &live;
+	d->reconnect = &reconnect;
+	d->splice = &splice;
+	d->local = &local;
+	d->state = &state;
+	d->migrate = &migrate;
 }
 
 int main(int argc, char **argv)
@@ -594,11 +617,12 @@ int main(int argc, char **argv)
 		fatalx(1, "must run as root (needs CAP_NET_ADMIN and CAP_NET_RAW)");
 	if (sodium_init() < 0)
 		fatalx(1, "libsodium initialisation failed");
+	provide_state(&d);
 	d.reload = rackd_reload;
 	d.config_path = o.config_path;
 	d.debug_option = o.debug;
 	d.sock_path = o.sock_path;
-	d.state.path = o.state_path;
+	d.state->path = o.state_path;
 	int report_fd = o.foreground ? -1 : detach_begin();
 
 	start(&d);

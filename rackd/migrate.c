@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event.h"
 #include "channel.h"
+#include "event.h"
 #include "hold.h"
+#include "keystate.h"
 #include "liveness.h"
 #include "local.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
 #include "reconnect.h"
-#include "keystate.h"
 #include "splice.h"
 
 /* Hold C unless it is held already (one transaction for one). */
@@ -31,7 +31,7 @@ static void hold_one(struct rackd *d, struct conn *c)
 static void send_away(struct rackd *d, struct conn *c)
 {
 	if (channel_send_numbered(d, c, EDP_AWAY, ++c->edp->hb_out) == 0)
-		d->migrate.away_out++;
+		d->migrate->away_out++;
 }
 
 bool migrate_exportable(const struct conn *c)
@@ -56,7 +56,7 @@ int migrate_export(struct rackd *d, struct conn *c)
 	hold_one(d, c);
 	send_away(d, c);
 	loop_timer_arm(d->loop, &p->timer, MIGRATE_AWAY_RETRY_MS);
-	d->migrate.exported++;
+	d->migrate->exported++;
 	conn_log(c, "exported: its process is being checkpointed");
 	event_post(&d->events, EVENT_EXPORT, c, NULL);
 	return 0;
@@ -81,7 +81,7 @@ void migrate_unexport(struct rackd *d, struct conn *c)
 	if (c->migration != MIG_LEAVING)
 		return;
 	rejoin(d, c);
-	d->migrate.unexported++;
+	d->migrate->unexported++;
 	conn_log(c, "export undone: resuming here");
 	event_post(&d->events, EVENT_UNEXPORT, c, NULL);
 }
@@ -90,7 +90,7 @@ void migrate_release(struct rackd *d, struct conn *c)
 {
 	if (c->migration != MIG_LEAVING)
 		return;
-	d->migrate.released++;
+	d->migrate->released++;
 	conn_log(c, "released: restored elsewhere");
 	event_post(&d->events, EVENT_RELEASE, c, NULL);
 	/* Its socket went with the checkpoint (TCP repair closes it
@@ -134,10 +134,10 @@ int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 		/* CRIU binds the restored socket to its old address. */
 		if (!c->kept_local) {
 			c->kept_local = true;
-			local_adopt(&d->local, &c->local.addr);
+			local_adopt(d->local, &c->local.addr);
 		}
 		live_move(d, c, true);
-		d->migrate.imported++;
+		d->migrate->imported++;
 		conn_log(c, "imported: waiting for its socket");
 		event_post(&d->events, EVENT_IMPORT, c, NULL);
 	}
@@ -152,7 +152,7 @@ int migrate_arrived(struct rackd *d, struct conn *c)
 	if (c->migration != MIG_ARRIVING)
 		return -EINVAL;
 	rejoin(d, c);
-	d->migrate.arrived++;
+	d->migrate->arrived++;
 	conn_log(c, "socket restored: reconnecting");
 	event_post(&d->events, EVENT_ARRIVED, c, NULL);
 	return 0;
@@ -183,7 +183,7 @@ static uint32_t migrate_input(struct rackd *d, struct conn *c,
 
 	(void)p;
 	if (!c->host || !e || !e->keyed) {
-		d->migrate.refused++;
+		d->migrate->refused++;
 		return NF_DROP;
 	}
 	if (!channel_numbered_valid(d, c, m))
@@ -193,20 +193,20 @@ static uint32_t migrate_input(struct rackd *d, struct conn *c,
 		 * one's dump waits for an acknowledgement that never comes. */
 		if (m->counter <= e->hb_in ||
 		    (c->migration != MIG_NONE && c->migration != MIG_AWAY)) {
-			d->migrate.refused++;
+			d->migrate->refused++;
 			return NF_DROP;
 		}
 		e->hb_in = m->counter;
-		d->migrate.away_in++;
+		d->migrate->away_in++;
 		peer_away(d, c, m->counter);
 		return NF_DROP;
 	}
 	if (m->counter > e->hb_out || m->counter <= e->hb_acked) {
-		d->migrate.refused++;
+		d->migrate->refused++;
 		return NF_DROP;
 	}
 	e->hb_acked = m->counter;
-	d->migrate.away_acks_in++;
+	d->migrate->away_acks_in++;
 	if (c->migration == MIG_LEAVING && !c->away_acked) {
 		c->away_acked = true;
 		conn_log(c, "peer holds it: ready for the checkpoint");

@@ -67,9 +67,4 @@ int migrate_handle_messages(struct rackd *d);
 /* A parked path's timer. */
 void migrate_tick(struct rackd *d, struct live_peer *p);
 
-static inline bool conn_parked(const struct conn *c)
-{
-	return c->migration != MIG_NONE;
-}
-
 #endif

@@ -16,15 +16,8 @@
 #include "conn.h"
 #include "event.h"
 #include "keypool.h"
-#include "liveness.h"
-#include "local.h"
-#include "migrate.h"
-#include "reconnect.h"
-#include "splice.h"
-#include "state.h"
 #include "option.h"
 #include "packet.h"
-#include "ruleset.h"
 #include "timer.h"
 
 #define RACKD_VERSION "0.1.0"
@@ -37,6 +30,12 @@ struct offerset;
 struct rtnl;
 struct ctl;
 struct channel;
+struct live_state;
+struct reconnect_state;
+struct splice_stats;
+struct local_state;
+struct state_file;
+struct migrate_stats;
 
 struct rackd_stats {
 	uint64_t malformed;		/* sum of malformed_by[] */
@@ -91,7 +90,7 @@ struct rackd {
 	const char *sock_path;
 	struct loop *loop;
 	struct queue *queue;
-	enum ruleset_queue queue_mode;
+	enum queue_mode queue_mode;	/* in use: native or xt, never auto */
 	bool table_installed;
 	struct conn_table conns;
 	struct events events;		/* who hears what happens to them */
@@ -109,12 +108,14 @@ struct rackd {
 	struct inject *inject;
 	struct offerset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
-	struct live_state live;
-	struct reconnect_state reconnect;
-	struct splice_stats splice;
-	struct local_state local;
-	struct state_file state;
-	struct migrate_stats migrate;
+	/* The engine's and the state file's own: their modules define
+	 * them, main.c provides them. */
+	struct live_state *live;
+	struct reconnect_state *reconnect;
+	struct splice_stats *splice;
+	struct local_state *local;
+	struct state_file *state;
+	struct migrate_stats *migrate;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
 	/* Re-read the configuration file, keeping the old one if the new is
 	 * bad: installed by main.c, for the control socket. */

@@ -7,27 +7,27 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "event.h"
 #include "channel.h"
+#include "event.h"
 #include "hold.h"
+#include "keystate.h"
 #include "liveness.h"
 #include "local.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
-#include "keystate.h"
 #include "splice.h"
 
 static void reconnect_flush(struct timer *t, void *arg);
 
 void reconnect_init(struct rackd *d)
 {
-	timer_init(&d->reconnect.flush, reconnect_flush, d);
+	timer_init(&d->reconnect->flush, reconnect_flush, d);
 }
 
 void reconnect_free(struct rackd *d)
 {
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 
 	loop_timer_cancel(d->loop, &r->flush);
 	free(r->accepted);
@@ -42,7 +42,7 @@ void reconnect_send(struct rackd *d, struct conn *c)
 	struct conn_edp *e = c->edp;
 
 	if (channel_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
-		d->reconnect.stats.sent++;
+		d->reconnect->stats.sent++;
 }
 
 void reconnect_begin(struct conn *c)
@@ -53,7 +53,7 @@ void reconnect_begin(struct conn *c)
 
 void reconnect_forget(struct rackd *d, struct conn *c)
 {
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 	unsigned kept = 0;
 
 	for (unsigned i = 0; i < r->naccepted; i++) {
@@ -110,7 +110,7 @@ static void resume_one(struct rackd *d, struct conn *c)
 static void reconnect_flush(struct timer *t, void *arg)
 {
 	struct rackd *d = arg;
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 	unsigned n = r->naccepted;
 
 	(void)t;
@@ -120,14 +120,14 @@ static void reconnect_flush(struct timer *t, void *arg)
 	for (unsigned i = 0; i < n; i++)
 		if (channel_send_numbered(d, r->accepted[i], EDP_RECONNECT_ACK,
 					r->counters[i]) == 0)
-			d->reconnect.stats.sent++;
+			d->reconnect->stats.sent++;
 	for (unsigned i = 0; i < n; i++)
 		resume_one(d, r->accepted[i]);
 }
 
 static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
 {
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 
 	if (r->naccepted == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 64;
@@ -151,17 +151,17 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 	struct endpoint wr = { .addr = p->src, .port = p->sport };
 
 	if (counter <= e->hb_in) {
-		d->reconnect.stats.refused_replay++;
+		d->reconnect->stats.refused_replay++;
 		return NF_DROP;
 	}
 	/* Only the peer's end may move: our port is the socket's own. */
 	if (p->dport != c->local.port ||
 	    p->src.family != c->local.addr.family) {
-		d->reconnect.stats.refused_other++;
+		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
 	e->hb_in = counter;
-	d->reconnect.stats.accepted++;
+	d->reconnect->stats.accepted++;
 	c->confirmed = true;
 	if (c->migration == MIG_AWAY) {
 		/* Restored somewhere (or back where it was): its path is an
@@ -189,11 +189,11 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	struct conn_edp *e = c->edp;
 
 	if (counter > e->hb_out || counter <= e->hb_acked) {
-		d->reconnect.stats.refused_replay++;
+		d->reconnect->stats.refused_replay++;
 		return NF_DROP;
 	}
 	e->hb_acked = counter;
-	d->reconnect.stats.acks_in++;
+	d->reconnect->stats.acks_in++;
 	if (counter > e->rc_base && !c->confirmed) {
 		c->confirmed = true;
 		event_moved(d, c);
@@ -210,11 +210,11 @@ static uint32_t reconnect_input(struct rackd *d, struct conn *c,
 	struct conn_edp *e = c->edp;
 
 	if (!c->host || !e || !e->keyed) {
-		d->reconnect.stats.refused_other++;
+		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
 	if (!channel_numbered_valid(d, c, m)) {
-		d->reconnect.stats.refused_mac++;
+		d->reconnect->stats.refused_mac++;
 		return NF_DROP;
 	}
 	if (m->type == EDP_RECONNECT)
@@ -275,6 +275,6 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 	live_probe_now(d, path);
 	free(held);
 	free(batch);
-	d->reconnect.stats.manual++;
+	d->reconnect->stats.manual++;
 	return (int)n;
 }

@@ -20,6 +20,7 @@
 #include "rackd.h"
 #include "setup.h"
 #include "sockdiag.h"
+#include "splice.h"
 #include "syncdir.h"
 #include "track.h"
 
@@ -54,14 +55,14 @@ static void on_write_timer(struct timer *t, void *arg)
 
 void state_init(struct rackd *d, const char *path)
 {
-	d->state.path = path;
-	timer_init(&d->state.write_timer, on_write_timer, d);
+	d->state->path = path;
+	timer_init(&d->state->write_timer, on_write_timer, d);
 }
 
 void state_changed(struct rackd *d)
 {
-	if (d->state.path && !timer_pending(&d->state.write_timer))
-		loop_timer_arm(d->loop, &d->state.write_timer,
+	if (d->state->path && !timer_pending(&d->state->write_timer))
+		loop_timer_arm(d->loop, &d->state->write_timer,
 			       STATE_WRITE_DELAY_MS);
 }
 
@@ -76,7 +77,7 @@ void state_event(void *arg, enum event_type type, struct conn *c,
 
 void state_free(struct rackd *d)
 {
-	loop_timer_cancel(d->loop, &d->state.write_timer);
+	loop_timer_cancel(d->loop, &d->state->write_timer);
 }
 
 /* ---- writing ---- */
@@ -198,7 +199,7 @@ static int write_file(struct rackd *d, const char *tmp, unsigned *count)
 
 int state_write(struct rackd *d)
 {
-	struct state_file *s = &d->state;
+	struct state_file *s = d->state;
 	char tmp[4096];
 	unsigned count = 0;
 	int ret;
@@ -581,11 +582,11 @@ static bool restore(struct rackd *d, const struct saved *s, time_t now)
 		c->mapped = true;
 		c->mapped_local = c->wire_local;
 		c->mapped_remote = c->wire_remote;
-		d->splice.mapped++;
+		d->splice->mapped++;
 	}
 	if (s->kept_local) {
 		c->kept_local = true;
-		local_adopt(&d->local, &c->local.addr);
+		local_adopt(d->local, &c->local.addr);
 	}
 	if (s->suspended && now > s->suspended_since)
 		held_ms = (uint64_t)(now - s->suspended_since) * 1000;
@@ -596,7 +597,7 @@ static bool restore(struct rackd *d, const struct saved *s, time_t now)
 
 void state_load(struct rackd *d)
 {
-	struct state_file *s = &d->state;
+	struct state_file *s = d->state;
 	struct saved *saved = NULL;
 	char err[256], bad[4096];
 	size_t len = 0;

@@ -10,16 +10,17 @@
 
 #include "answer.h"
 #include "channel.h"
+#include "csum.h"
 #include "event.h"
 #include "hold.h"
 #include "liveness.h"
-#include "csum.h"
 #include "log.h"
 #include "loop.h"
+#include "migrate.h"
 #include "offerset.h"
+#include "reconnect.h"
 #include "rewrite.h"
 #include "setup.h"
-#include "reconnect.h"
 #include "sockdiag.h"
 
 /* Kernel TCP states (include/net/tcp_states.h) the sweep acts on. */
@@ -524,7 +525,7 @@ void track_sweep(struct rackd *d)
 		if (c->migration == MIG_ARRIVING && loop_now() < c->arrive_by)
 			continue;
 		if (c->migration == MIG_ARRIVING)
-			d->migrate.arrive_expired++;
+			d->migrate->arrive_expired++;
 		conn_log(c, "closed");
 		d->stats.conns_closed++;
 		if (c->peer == PEER_RACKS)
