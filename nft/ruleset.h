@@ -16,10 +16,7 @@
 #include <stdio.h>
 
 #include "config.h"
-
-#define RULESET_TABLE "racks"
-#define RULESET_FAMILY "inet"
-#define RULESET_PREROUTING "prerouting"
+#include "table.h"
 
 /*
  * Install the table for CFG, choosing the queue statement per MODE

@@ -526,11 +526,11 @@ static bool hand_over(struct rackd *d)
 {
 	if (!d->state->path || state_write(d))
 		return false;
-	if (!d->splice->mapped && !d->live->held)
+	if (!d->splice->mapped && !d->held)
 		return false;
 	log_info("table inet %s left in place for %u spliced and %u held "
 		 "connection(s): the next rackd takes them over from %s",
-		 RULESET_TABLE, d->splice->mapped, d->live->held, d->state->path);
+		 RULESET_TABLE, d->splice->mapped, d->held, d->state->path);
 	return true;
 }
 

@@ -96,7 +96,6 @@ struct live_state {
 	struct live_peer *peers;
 	struct live_addr *addrs;	/* local addresses and their links */
 	struct live_link *down;		/* links without carrier */
-	unsigned held;			/* connections in the held sets */
 	struct live_stats stats;
 };
 

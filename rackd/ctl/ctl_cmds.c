@@ -16,7 +16,7 @@
 #include "queue.h"
 #include "rackd.h"
 #include "reconnect.h"
-#include "setup.h"
+#include "keystate.h"
 #include "splice.h"
 #include "state.h"
 #include "track.h"

@@ -19,7 +19,7 @@
 #include "loop.h"
 #include "proto.h"
 #include "rackd.h"
-#include "setup.h"
+#include "keystate.h"
 
 /* Requests are a few lines; anything longer is refused. */
 #define CTL_MAX_REQUEST (64 * 1024)

@@ -108,6 +108,10 @@ struct rackd {
 	struct inject *inject;
 	struct offerset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
+	/* Connections in the held sets (hold.c): the table's chains for
+	 * held flows exist while there are any, and whoever rewrites the
+	 * chains (splice.c too) says so. */
+	unsigned held;
 	/* The engine's and the state file's own: their modules define
 	 * them, main.c provides them. */
 	struct live_state *live;

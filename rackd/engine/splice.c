@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "event.h"
-#include "liveness.h"
 #include "local.h"
 #include "log.h"
 #include "rackd.h"
@@ -59,7 +58,7 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
 	if (d->splice->mapped == 0 && after > 0)
-		ruleset_chains_write(f, d->cfg, true, d->live->held > 0);
+		ruleset_chains_write(f, d->cfg, true, d->held > 0);
 	for (unsigned i = 0; i < n; i++) {
 		const struct conn *c = conns[i];
 		struct splicemap_entry e;
@@ -77,7 +76,7 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		changed++;
 	}
 	if (d->splice->mapped > 0 && after == 0)
-		ruleset_chains_write(f, d->cfg, false, d->live->held > 0);
+		ruleset_chains_write(f, d->cfg, false, d->held > 0);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

@@ -90,7 +90,7 @@ static void hold_ack(struct rackd *d, struct conn *c, uint16_t window)
 static int held_sets(struct rackd *d, struct conn *const *conns, unsigned n,
 		     bool add, char *err, size_t errlen)
 {
-	unsigned before = d->live->held;
+	unsigned before = d->held;
 	unsigned after = add ? before + n : (before >= n ? before - n : 0);
 	bool chains = add ? (before == 0 && after > 0)
 			  : (before > 0 && after == 0);
@@ -103,7 +103,7 @@ static int held_sets(struct rackd *d, struct conn *const *conns, unsigned n,
 	/* A failed release still releases: the holds are gone either way,
 	 * and the chain writers are idempotent. */
 	if (ret == 0 || !add)
-		d->live->held = after;
+		d->held = after;
 	return ret;
 }
 
@@ -150,7 +150,7 @@ void hold_restore(struct rackd *d, struct conn *c, uint64_t held_ms)
 	/* max_suspend counts from the suspension, not from the restart. */
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms > held_ms ?
 		       d->cfg->max_suspend_ms - held_ms : 1);
-	d->live->held++;
+	d->held++;
 }
 
 void hold_free(struct rackd *d, struct conn *c)
