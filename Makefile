@@ -45,11 +45,15 @@ RACKD_SRC := rackd/main.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
 RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
 RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c \
 	$(NETLINK_SRC)
-# Pure logic covered by the C unit tests (no netlink, no daemon state).
+# What the C unit tests link: pure logic (no netlink), the connection
+# core, and fake kernel I/O (tests/unit/fake.c) under the engine modules
+# that tests include one at a time.
 UNIT_LIB_SRC := rackd/io/packet.c rackd/io/csum.c rackd/core/config.c \
-	rackd/io/timer.c rackd/io/log.c rackd/io/rewrite.c $(EDP_SRC) $(COMMON_SRC)
+	rackd/io/timer.c rackd/io/log.c rackd/io/rewrite.c rackd/core/conn.c \
+	rackd/core/event.c rackd/core/rackd.c tests/unit/unit.c \
+	tests/unit/fake.c $(EDP_SRC) $(COMMON_SRC)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
-	$(filter-out tests/unit/unit.c,$(wildcard tests/unit/test_*.c)))
+	$(wildcard tests/unit/test_*.c))
 
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
@@ -93,12 +97,11 @@ $(BUILD)/asan/rackd: $(call obj,san-obj,$(RACKD_SRC))
 asan: $(BUILD)/asan/rackd
 
 # Unit tests are built with the sanitizers too.
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.c $(call obj,san-obj,$(UNIT_LIB_SRC))
+$(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))
 	$(call quiet,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -Itests/unit $(SAN_FLAGS) \
-		-o $@ $< tests/unit/unit.c $(call obj,san-obj,$(UNIT_LIB_SRC)) \
-		$(pkg_libs)
+		-o $@ $< $(call obj,san-obj,$(UNIT_LIB_SRC)) $(pkg_libs)
 
 check-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do $$t; done
