@@ -39,7 +39,7 @@ COMMON_SRC := common/addr.c common/proto.c common/syncdir.c
 # rtnetlink requests and "lo" host addresses: rackd and rackckpt.
 NETLINK_SRC := common/netlink.c common/lohost.c
 EDP_SRC := $(wildcard edp/*.c)
-RACKD_SRC := rackd/main.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
+RACKD_SRC := rackd/main.c rackd/daemon.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
 	$(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
 	$(NETLINK_SRC)
 RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)

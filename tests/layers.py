@@ -38,7 +38,8 @@ LAYERS = [
      "reconnect, splice, kept addresses, migration, probe answers"),
     ("persist", ["rackd/persist"], "the state file"),
     ("control", ["rackd/ctl"], "control socket and its commands"),
-    ("main", ["rackd/main.c"], "wires the layers together"),
+    ("main", ["rackd/main.c", "rackd/daemon.c", "rackd/daemon.h"],
+     "main.c wires the layers together; daemon.c starts, reloads, stops"),
 ]
 
 # Cycles between modules of one folder that are accepted, with why
@@ -80,7 +81,7 @@ def module(path):
 
 
 def folder(path):
-    return path if path == "rackd/main.c" else path.rsplit("/", 1)[0]
+    return path.rsplit("/", 1)[0]
 
 
 def declared(header_text):
