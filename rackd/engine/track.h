@@ -2,7 +2,8 @@
 /*
  * The decision for every diverted packet: SYNs and SYN-ACKs become
  * connection table entries and carry racks' offer (added to ours,
- * removed from the peer's), set-up messages go to setup.c, probe FINs to
+ * removed from the peer's), racks' messages go to the channel
+ * (channel.c, which hands each to its type's handler), probe FINs to
  * answer.c. Entries whose handshake never completed, or whose socket the
  * kernel no longer has, are forgotten.
  */
