@@ -18,7 +18,10 @@ BUILD := build
 PKGS := libmnl libnetfilter_queue libnftables libnftnl libsodium
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Icommon -Irackd -Inft -Iedp -MMD -MP
+# rackd's layers, lowest first (README "Architecture"; make check-layers).
+RACKD_DIRS := rackd/io rackd/core rackd/engine rackd/persist rackd/ctl
+INCLUDES := -Icommon $(addprefix -I,$(RACKD_DIRS)) -Inft -Iedp
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(INCLUDES) -MMD -MP
 
 ifeq ($(V),1)
 Q :=
@@ -36,16 +39,21 @@ COMMON_SRC := common/addr.c common/proto.c common/syncdir.c
 # rtnetlink requests and "lo" host addresses: rackd and rackckpt.
 NETLINK_SRC := common/netlink.c common/lohost.c
 EDP_SRC := $(wildcard edp/*.c)
-RACKD_SRC := $(wildcard rackd/*.c) $(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
+RACKD_SRC := rackd/main.c rackd/daemon.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
+	$(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
 	$(NETLINK_SRC)
 RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
 RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c \
 	$(NETLINK_SRC)
-# Pure logic covered by the C unit tests (no netlink, no daemon state).
-UNIT_LIB_SRC := rackd/packet.c rackd/csum.c rackd/config.c rackd/timer.c \
-	rackd/log.c rackd/rewrite.c $(EDP_SRC) $(COMMON_SRC)
+# What the C unit tests link: pure logic (no netlink), the connection
+# core, and fake kernel I/O (tests/unit/fake.c) under the engine modules
+# that tests include one at a time.
+UNIT_LIB_SRC := rackd/io/packet.c rackd/io/csum.c rackd/core/config.c \
+	rackd/io/timer.c rackd/io/log.c rackd/io/rewrite.c rackd/core/conn.c \
+	rackd/core/event.c rackd/core/rackd.c tests/unit/unit.c \
+	tests/unit/fake.c $(EDP_SRC) $(COMMON_SRC)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
-	$(filter-out tests/unit/unit.c,$(wildcard tests/unit/test_*.c)))
+	$(wildcard tests/unit/test_*.c))
 
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
@@ -89,15 +97,20 @@ $(BUILD)/asan/rackd: $(call obj,san-obj,$(RACKD_SRC))
 asan: $(BUILD)/asan/rackd
 
 # Unit tests are built with the sanitizers too.
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.c $(call obj,san-obj,$(UNIT_LIB_SRC))
+$(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))
 	$(call quiet,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -Itests/unit $(SAN_FLAGS) \
-		-o $@ $< tests/unit/unit.c $(call obj,san-obj,$(UNIT_LIB_SRC)) \
-		$(pkg_libs)
+		-o $@ $< $(call obj,san-obj,$(UNIT_LIB_SRC)) $(pkg_libs)
 
 check-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do $$t; done
+
+# No call or include upward between rackd's layers, no cycle between
+# folders; `tests/layers.py --picture` draws them.
+.PHONY: check-layers
+check-layers:
+	$(Q)$(PYTHON) tests/layers.py
 
 # libFuzzer targets (clang); `make fuzz FUZZ_SECONDS=60` runs each.
 FUZZ_SECONDS ?= 20
@@ -105,7 +118,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/
 $(BUILD)/fuzz/%: tests/fuzz/%.c
 	$(call quiet,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)clang -std=c11 -D_GNU_SOURCE -g -O1 -Icommon -Irackd -Inft -Iedp \
+	$(Q)clang -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(pkg_libs)
 
 # Each run's log goes to build/fuzz/NAME.log; a failure prints its tail.
@@ -120,7 +133,7 @@ fuzz: $(FUZZ_TARGETS)
 
 # The one command CI runs (README): installs dependencies, builds, runs
 # every fast test. Long proofs are in check-slow.
-check: deps all asan check-unit
+check: deps all asan check-unit check-layers
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
 	$(Q)$(PYTHON) -m pytest -q tests
 
@@ -195,7 +208,8 @@ bench-tools: $(BENCH_TOOLS)
 
 # nfqfloor serves a queue exactly as rackd does: it links rackd's queue,
 # xt target and log modules.
-NFQFLOOR_SRC := bench/tools/nfqfloor.c rackd/queue.c nft/xt_queue.c rackd/log.c
+NFQFLOOR_SRC := bench/tools/nfqfloor.c rackd/io/queue.c nft/xt_queue.c \
+	rackd/io/log.c
 $(BUILD)/bench/nfqfloor: $(NFQFLOOR_SRC)
 	$(call quiet,CC,$@)
 	$(Q)mkdir -p $(@D)

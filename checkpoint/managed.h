@@ -16,7 +16,7 @@
  *                            reconnects them from this host
  *   cmd=restored id=N...     the sockets are back: reconnect them now
  *   cmd=show id=N            state=, peer_confirmed=, ...
- * LINE is one "conn ..." line of rackd's state file (rackd/state.h).
+ * LINE is one "conn ..." line of rackd's state file (rackd/persist/state.h).
  */
 #ifndef RACKCKPT_MANAGED_H
 #define RACKCKPT_MANAGED_H

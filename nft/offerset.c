@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 
 #include "log.h"
-#include "ruleset.h"
+#include "table.h"
 
 struct offerset {
 	struct mnl_socket *nl;

@@ -251,11 +251,6 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	return buf;
 }
 
-const char *ruleset_queue_name(enum ruleset_queue q)
-{
-	return q == RULESET_QUEUE_NATIVE ? "native" : "xt";
-}
-
 /* Run an nft script; on failure copy the first error line into err. */
 int ruleset_run(const char *script, char *err, size_t errlen)
 {
@@ -339,7 +334,7 @@ static int install_xt(const struct config *cfg, const char *state, char *err,
 }
 
 int ruleset_install(const struct config *cfg, enum queue_mode mode,
-		    const char *state, enum ruleset_queue *used,
+		    const char *state, enum queue_mode *used,
 		    bool *replaced, char *err, size_t errlen)
 {
 	char native_err[256] = "";
@@ -349,7 +344,7 @@ int ruleset_install(const struct config *cfg, enum queue_mode mode,
 	if (mode != QUEUE_MODE_XT) {
 		ret = install_native(cfg, state, native_err, sizeof(native_err));
 		if (ret == 0) {
-			*used = RULESET_QUEUE_NATIVE;
+			*used = QUEUE_MODE_NATIVE;
 			return 0;
 		}
 		if (mode == QUEUE_MODE_NATIVE) {
@@ -369,7 +364,7 @@ int ruleset_install(const struct config *cfg, enum queue_mode mode,
 	}
 	ret = install_xt(cfg, state, err, errlen);
 	if (ret == 0) {
-		*used = RULESET_QUEUE_XT;
+		*used = QUEUE_MODE_XT;
 		return 0;
 	}
 	if (ret == -ENOENT || ret == -EOPNOTSUPP) {

@@ -16,15 +16,7 @@
 #include <stdio.h>
 
 #include "config.h"
-
-#define RULESET_TABLE "racks"
-#define RULESET_FAMILY "inet"
-#define RULESET_PREROUTING "prerouting"
-
-enum ruleset_queue {
-	RULESET_QUEUE_NATIVE,
-	RULESET_QUEUE_XT,
-};
+#include "table.h"
 
 /*
  * Install the table for CFG, choosing the queue statement per MODE
@@ -32,11 +24,12 @@ enum ruleset_queue {
  * that the kernel is not probed again). STATE (may be NULL), element
  * commands for the sets and maps, goes into the same transaction, so a
  * reload never leaves running connections without their holds and
- * splices. On success *used says which was taken and *replaced whether a
+ * splices. On success *used says which was taken (QUEUE_MODE_NATIVE or
+ * QUEUE_MODE_XT) and *replaced whether a
  * stale table was found. On failure err holds one line.
  */
 int ruleset_install(const struct config *cfg, enum queue_mode mode,
-		    const char *state, enum ruleset_queue *used,
+		    const char *state, enum queue_mode *used,
 		    bool *replaced, char *err, size_t errlen);
 /* Remove the table; 0 also when it was already gone. */
 int ruleset_remove(char *err, size_t errlen);
@@ -65,6 +58,5 @@ int ruleset_run(const char *script, char *err, size_t errlen);
 
 /* The nft script ruleset_install() runs (exposed for the golden test). */
 char *ruleset_script(const struct config *cfg, bool native_queue);
-const char *ruleset_queue_name(enum ruleset_queue q);
 
 #endif

@@ -3,7 +3,7 @@
 
 #include <sys/socket.h>
 
-#include "ruleset.h"
+#include "table.h"
 
 /* After rackd's own chains at -160 (they must see the socket's tuple of
  * outgoing segments). The incoming rules are in ruleset.c's prerouting

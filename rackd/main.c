@@ -2,38 +2,38 @@
 /*
  * rackd: keeps the TCP connections of unmodified applications alive.
  *
- * Start-up order: parse and check the configuration, open the privileged
- * resources (NFQUEUE, rtnetlink, control socket), install the ruleset
- * (the queue is bound first so no diverted packet finds it missing),
- * then enter the event loop. Shutdown removes the table and the socket.
+ * main() parses and checks the configuration, wires the layers together
+ * (who hears which event, who handles which message type, what a path's
+ * news does: see README "Architecture"), starts the daemon (daemon.c),
+ * drops capabilities and enters the event loop.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <sodium.h>
 #include <unistd.h>
 
 #include "caps.h"
+#include "channel.h"
 #include "ctl.h"
-#include "inject.h"
+#include "daemon.h"
+#include "hold.h"
 #include "liveness.h"
+#include "local.h"
 #include "log.h"
-#include "offerset.h"
 #include "loop.h"
+#include "migrate.h"
 #include "notify.h"
 #include "queue.h"
 #include "rackd.h"
-#include "rtnl.h"
-#include "splice.h"
+#include "reconnect.h"
 #include "setup.h"
-#include "track.h"
+#include "splice.h"
+#include "state.h"
 
 struct options {
 	bool foreground;
@@ -124,198 +124,6 @@ static struct config *load_config_or_exit(const char *path)
 	return cfg;
 }
 
-/* A new table starts with empty sets and maps: the held flows and the
- * splices of running connections go back in, in the same transaction. */
-static char *state_script(struct rackd *d, const struct config *cfg)
-{
-	char *buf = NULL;
-	size_t len = 0, n = 0;
-	struct conn **held = xcalloc(d->conns.count + 1, sizeof(*held));
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		fatalx(EXIT_NOMEM, "out of memory");
-	for (struct conn *c = d->conns.head; c; c = c->next)
-		if (c->hold)
-			held[n++] = c;
-	if (n || d->splice.mapped)
-		ruleset_chains_write(f, cfg, d->splice.mapped > 0, n > 0);
-	ruleset_held_write(f, held, (unsigned)n, true);
-	splice_write_state(d, f);
-	free(held);
-	if (fclose(f) != 0)
-		fatalx(EXIT_NOMEM, "out of memory");
-	return buf;
-}
-
-/* "auto" was resolved at start; a reload does not probe the kernel again. */
-static enum queue_mode reload_mode(const struct rackd *d,
-				   const struct config *cfg)
-{
-	if (cfg->queue_mode != QUEUE_MODE_AUTO)
-		return cfg->queue_mode;
-	return d->queue_mode == RULESET_QUEUE_NATIVE ? QUEUE_MODE_NATIVE
-						      : QUEUE_MODE_XT;
-}
-
-/* The line `systemctl status` shows. */
-static const char *status_line(const struct rackd *d, char *buf, size_t len)
-{
-	snprintf(buf, len, "queue %u (%s), connections: %zu", d->cfg->queue_num,
-		 ruleset_queue_name(d->queue_mode), d->conns.count);
-	return buf;
-}
-
-static int reload(struct rackd *d, char *err, size_t errlen)
-{
-	struct config *cfg;
-	enum ruleset_queue used;
-	bool missing, replaced;
-	char *state;
-	int ret;
-
-	ret = config_load(d->config_path, &cfg, &missing, err, errlen);
-	if (ret) {
-		log_warnx("reload refused, keeping the running configuration: %s",
-			  err);
-		return ret;
-	}
-	if (cfg->queue_num != d->cfg->queue_num ||
-	    cfg->queue_maxlen != d->cfg->queue_maxlen) {
-		snprintf(err, errlen, "changing queue or queue_maxlen needs a "
-			 "restart");
-		log_warnx("reload refused: %s", err);
-		config_free(cfg);
-		return -EINVAL;
-	}
-	state = state_script(d, cfg);
-	ret = ruleset_install(cfg, reload_mode(d, cfg), state, &used,
-			      &replaced, err, errlen);
-	if (ret) {
-		char again[256];
-
-		config_free(cfg);
-		free(state);
-		/* The failed transaction may have replaced the table: put the
-		 * running configuration's ruleset back. */
-		state = state_script(d, d->cfg);
-		if (ruleset_install(d->cfg, reload_mode(d, d->cfg), state,
-				    &used, &replaced, again, sizeof(again)))
-			log_warnx("reload failed (%s) and the running ruleset "
-				  "could not be restored: %s", err, again);
-		else
-			log_warnx("reload refused, running ruleset kept: %s",
-				  err);
-		free(state);
-		return ret;
-	}
-	free(state);
-	config_free(d->cfg);
-	d->cfg = cfg;
-	d->queue_mode = used;
-	inject_set_mark(d->inject, cfg->mark);
-	log_set_debug(cfg->debug || d->debug_option);
-	log_info("configuration reloaded from %s%s", d->config_path,
-		 missing ? " (missing: built-in defaults)" : "");
-	return 0;
-}
-
-/* The service manager sees every reload begin and end, refused or not. */
-int rackd_reload(struct rackd *d, char *err, size_t errlen)
-{
-	char status[128];
-	int ret;
-
-	notify_reloading();
-	ret = reload(d, err, errlen);
-	notify_ready(status_line(d, status, sizeof(status)));
-	return ret;
-}
-
-static void on_signal(void *arg, uint32_t events)
-{
-	struct rackd *d = arg;
-	struct signalfd_siginfo si;
-
-	(void)events;
-	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		char err[256];
-
-		switch (si.ssi_signo) {
-		case SIGHUP:
-			rackd_reload(d, err, sizeof(err));
-			break;
-		case SIGTERM:
-		case SIGINT:
-			log_info("signal %d: shutting down", si.ssi_signo);
-			loop_stop(d->loop);
-			break;
-		}
-	}
-}
-
-static void on_queue(void *arg, uint32_t events)
-{
-	struct rackd *d = arg;
-
-	(void)events;
-	queue_process(d->queue);
-}
-
-static void on_rtnl(void *arg, uint32_t events)
-{
-	struct rackd *d = arg;
-
-	(void)events;
-	rtnl_process(d->rtnl);
-}
-
-static void on_link(void *arg, const struct rtnl_link_event *ev)
-{
-	struct rackd *d = arg;
-
-	d->stats.link_events++;
-	live_link_event(d, ev);
-	log_debug("link %s (%u): %s, carrier %s", ev->name, ev->ifindex,
-		  ev->removed ? "removed" : ev->up ? "up" : "down",
-		  ev->carrier ? "on" : "off");
-}
-
-static void on_addr(void *arg, const struct rtnl_addr_event *ev)
-{
-	struct rackd *d = arg;
-	char buf[PREFIX_STRLEN];
-
-	d->stats.addr_events++;
-	live_addr_event(d, ev);
-	log_debug("address %s %s on ifindex %u",
-		  prefix_format(&ev->prefix, buf, sizeof(buf)),
-		  ev->removed ? "removed" : "added", ev->ifindex);
-}
-
-static void on_sweep(struct timer *t, void *arg)
-{
-	struct rackd *d = arg;
-	char status[128];
-
-	track_sweep(d);
-	notify_status(status_line(d, status, sizeof(status)));
-	loop_timer_arm(d->loop, t, d->cfg->sweep_interval_ms);
-}
-
-static int open_signals(void)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
 /*
  * Fork before any descriptor exists: epoll and signalfd registrations
  * belong to the process that made them, so a daemon forked later would
@@ -370,147 +178,93 @@ static void detach_finish(int report_fd)
 	close(report_fd);
 }
 
-static void start(struct rackd *d)
-{
-	struct rtnl_handlers rh = { on_link, on_addr, d };
-	char err[512], *state;
-	bool replaced;
-	int ret;
-
-	d->loop = loop_new();
-	conn_table_init(&d->conns);
-	d->sigfd = open_signals();
-	if (d->sigfd < 0)
-		fatal(1, "signalfd");
-	loop_add(d->loop, d->sigfd, EPOLLIN, on_signal, d);
-
-	ret = ctl_open(&d->ctl, d, d->sock_path);
-	if (ret == -EADDRINUSE)
-		fatalx(1, "another rackd is already running on %s",
-		       d->sock_path);
-	if (ret)
-		fatalx(1, "control socket %s: %s", d->sock_path,
-		       strerror(-ret));
-
-	ret = queue_open(&d->queue, d->cfg->queue_num, d->cfg->queue_maxlen,
-			 track_packet, d);
-	if (ret) {
-		ctl_close(d->ctl);
-		fatalx(1, "binding NFQUEUE %u: %s%s", d->cfg->queue_num,
-		       strerror(-ret),
-		       ret == -EBUSY ? " (another program owns this queue)" : "");
-	}
-	loop_add(d->loop, queue_fd(d->queue), EPOLLIN, on_queue, d);
-
-	ret = inject_open(&d->inject, d->cfg->mark);
-	if (ret) {
-		ctl_close(d->ctl);
-		fatalx(1, "raw sockets: %s", strerror(-ret));
-	}
-	ret = offerset_open(&d->offers);
-	if (ret) {
-		ctl_close(d->ctl);
-		fatalx(1, "nftables netlink socket: %s", strerror(-ret));
-	}
-	edp_announce_new(d->announcement);
-	keypool_init(&d->keys, d->loop);
-	reconnect_init(d);
-
-	ret = rtnl_open(&d->rtnl, &rh);
-	if (ret) {
-		ctl_close(d->ctl);
-		fatalx(1, "rtnetlink: %s", strerror(-ret));
-	}
-	loop_add(d->loop, rtnl_fd(d->rtnl), EPOLLIN, on_rtnl, d);
-	/* Which link each local address is on: carrier loss suspends. */
-	if (rtnl_dump_addresses(d->rtnl))
-		log_warn("rtnetlink: dumping addresses");
-
-	/* Connections of a previous rackd: their splices and holds go into
-	 * the new table's first transaction, which also replaces the old
-	 * table that kept rewriting and holding them meanwhile. */
-	state_init(d, d->state.path);
-	state_load(d);
-	state = d->conns.count ? state_script(d, d->cfg) : NULL;
-	ret = ruleset_install(d->cfg, d->cfg->queue_mode, state, &d->queue_mode,
-			      &replaced, err, sizeof(err));
-	free(state);
-	if (ret) {
-		ctl_close(d->ctl);
-		fatalx(ret == -ENOTSUP ? EXIT_KERNEL : 1, "ruleset: %s", err);
-	}
-	d->table_installed = true;
-	if (replaced)
-		log_info("replaced a stale table inet %s from an earlier run",
-			 RULESET_TABLE);
-	log_info("rackd %s: table inet %s installed, queue %u (%s), "
-		 "control socket %s", RACKD_VERSION, RULESET_TABLE,
-		 d->cfg->queue_num, ruleset_queue_name(d->queue_mode),
-		 d->sock_path);
-
-	timer_init(&d->sweep_timer, on_sweep, d);
-	loop_timer_arm(d->loop, &d->sweep_timer, d->cfg->sweep_interval_ms);
-	d->started = time(NULL);
-	d->started_mono = loop_now();
-}
-
 /*
- * Spliced and held connections need the table while no rackd runs: their
- * segments are rewritten and held there (the queue is bypassed). So with
- * such connections written to the state file, the table stays for the
- * next rackd, which takes it over; otherwise it goes.
+ * Who hears what happens to a connection, in this order: the event
+ * stream sees it first, the state file decides whether the connection
+ * was in it before anyone lets go of it, and its keys go last.
  */
-static bool hand_over(struct rackd *d)
+static void stream_event(void *arg, enum event_type type, struct conn *c,
+			 const char *reason)
 {
-	if (!d->state.path || state_write(d))
-		return false;
-	if (!d->splice.mapped && !d->live.held)
-		return false;
-	log_info("table inet %s left in place for %u spliced and %u held "
-		 "connection(s): the next rackd takes them over from %s",
-		 RULESET_TABLE, d->splice.mapped, d->live.held, d->state.path);
-	return true;
+	struct rackd *d = arg;
+
+	/* The control socket opens in daemon_start(), after the wiring. */
+	ctl_event(d->ctl, type, c, reason);
 }
 
-static void stop(struct rackd *d)
+static void subscribe(struct rackd *d)
 {
-	char err[256];
-	bool handed_over;
+	static const struct {
+		uint32_t mask;
+		event_fn fn;
+	} subs[] = {
+		{ STATE_EVENTS, state_event },
+		{ LIVE_EVENTS, live_event },
+		{ RECONNECT_EVENTS, reconnect_event },
+		{ SPLICE_EVENTS, splice_event },
+		{ SETUP_EVENTS, setup_event },
+	};
 
-	notify_stopping();
-	handed_over = hand_over(d);
-	if (d->table_installed && !handed_over &&
-	    ruleset_remove(err, sizeof(err)))
-		log_warnx("removing table inet %s: %s", RULESET_TABLE, err);
-	ctl_close(d->ctl);
-	rtnl_close(d->rtnl);
-	queue_close(d->queue);
-	loop_timer_cancel(d->loop, &d->sweep_timer);
-	for (struct conn *c = d->conns.head; c; c = c->next) {
-		/* The table is gone already: no set to update. */
-		free(c->hold);
-		c->hold = NULL;
-		live_detach(d, c);
-		/* Keys live only in memory, and are wiped before it is freed. */
-		setup_free(d, c);
-		loop_timer_cancel(d->loop, &c->expiry);
-	}
-	conn_table_free(&d->conns, NULL);
-	inject_close(d->inject);
-	offerset_close(d->offers);
-	keypool_wipe(&d->keys);
-	live_free(d);
-	reconnect_free(d);
-	/* Kept addresses go with the table, or stay with it. */
-	if (handed_over)
-		local_leave(&d->local);
-	else
-		local_free(&d->local);
-	state_free(d);
-	close(d->sigfd);
-	loop_free(d->loop);
-	config_free(d->cfg);
-	log_info("stopped");
+	if (event_subscribe(&d->events, EVENT_ALL, stream_event, d))
+		fatalx(1, "too many event subscribers");
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (event_subscribe(&d->events, subs[i].mask, subs[i].fn, d))
+			fatalx(1, "too many event subscribers");
+}
+
+/* What liveness's path news does (liveness.h). */
+static const struct live_ops path_ops = {
+	.path_down = hold_begin,
+	.path_up = hold_end,
+	.parked_tick = migrate_tick,
+	.reconnect = reconnect_send,
+	.moving = reconnect_begin,
+	.held_again = hold_restore,
+	.unhold = hold_free,
+};
+
+/* Which module handles which of racks' message types (channel.h). */
+static void handle_messages(struct rackd *d)
+{
+	static struct channel channel;
+	int (*const handlers[])(struct rackd *) = {
+		setup_handle_messages,
+		live_handle_messages,
+		reconnect_handle_messages,
+		migrate_handle_messages,
+	};
+
+	d->channel = &channel;
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (handlers[i](d))
+			fatalx(1, "message handlers: a type handled twice");
+}
+
+static void wire(struct rackd *d)
+{
+	handle_messages(d);
+	live_set_ops(d, &path_ops);
+	subscribe(d);
+	d->reload = daemon_reload;
+}
+
+/* The engine's and the state file's own state, which struct rackd points
+ * at: one instance, like struct rackd itself. */
+static void provide_state(struct rackd *d)
+{
+	static struct live_state live;
+	static struct reconnect_state reconnect;
+	static struct splice_stats splice;
+	static struct local_state local;
+	static struct state_file state;
+	static struct migrate_stats migrate;
+
+	d->live = &live;
+	d->reconnect = &reconnect;
+	d->splice = &splice;
+	d->local = &local;
+	d->state = &state;
+	d->migrate = &migrate;
 }
 
 int main(int argc, char **argv)
@@ -536,16 +290,18 @@ int main(int argc, char **argv)
 		fatalx(1, "must run as root (needs CAP_NET_ADMIN and CAP_NET_RAW)");
 	if (sodium_init() < 0)
 		fatalx(1, "libsodium initialisation failed");
+	provide_state(&d);
 	d.config_path = o.config_path;
 	d.debug_option = o.debug;
 	d.sock_path = o.sock_path;
-	d.state.path = o.state_path;
+	d.state->path = o.state_path;
 	int report_fd = o.foreground ? -1 : detach_begin();
 
-	start(&d);
+	wire(&d);
+	daemon_start(&d);
 	ret = caps_drop();
 	if (ret) {
-		stop(&d);
+		daemon_stop(&d);
 		fatalx(1, "dropping capabilities: %s", strerror(-ret));
 	}
 	log_info("capabilities dropped but CAP_NET_ADMIN and CAP_NET_RAW");
@@ -554,12 +310,12 @@ int main(int argc, char **argv)
 		detach_finish(report_fd);
 	}
 	/* Ruleset and queue are up: a service manager may count on us. */
-	notify_ready(status_line(&d, status, sizeof(status)));
+	notify_ready(daemon_status(&d, status, sizeof(status)));
 	wd = notify_watchdog_new(d.loop, queue_fd(d.queue));
 	ret = loop_run(d.loop);
 	if (ret)
 		log_warnx("event loop: %s", strerror(-ret));
 	notify_watchdog_free(wd);
-	stop(&d);
+	daemon_stop(&d);
 	return ret ? 1 : 0;
 }

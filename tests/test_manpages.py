@@ -23,7 +23,7 @@ def source(path):
 
 
 def test_every_config_key_is_documented():
-    text = source("rackd/config.c")
+    text = source("rackd/core/config.c")
     keys = set(re.findall(r'\{ \.name = "(\w+)", \.set = set_\w+ \}', text))
     keys |= set(re.findall(r'^\tDURATION_KEY\((\w+), \d+\),$', text, re.M))
     assert len(keys) >= 15
@@ -55,22 +55,22 @@ def test_every_rackd_option_is_documented():
 
 
 def test_every_status_counter_is_documented():
-    keys = set(re.findall(r'put_u64\(out, "(\w+)"', source("rackd/ctl_cmds.c")))
-    keys |= set(re.findall(r'proto_put\(out, "(\w+)"', source("rackd/ctl_cmds.c")))
+    keys = set(re.findall(r'put_u64\(out, "(\w+)"', source("rackd/ctl/ctl_cmds.c")))
+    keys |= set(re.findall(r'proto_put\(out, "(\w+)"', source("rackd/ctl/ctl_cmds.c")))
     keys.discard("record")      # protocol framing, described in rackd.8
     # The per-reason malformed counters are generated from packet.c's names.
     keys |= {f"malformed_{n}" for n in re.findall(
-        r'\] = "(\w+)",', source("rackd/packet.c")) if n != "ok"}
+        r'\] = "(\w+)",', source("rackd/io/packet.c")) if n != "ok"}
     page = (MAN / "rackctl.8").read_text()
     missing = [k for k in keys if f"Li {k}" not in page]
     assert not missing, f"keys rackctl.8 does not describe: {missing}"
 
 
 def test_every_migration_reply_key_is_documented():
-    """rackckpt's commands (rackd/ctl_migrate.c) reply with keys that
+    """rackckpt's commands (rackd/ctl/ctl_migrate.c) reply with keys that
     rackd.8's MIGRATION section names."""
     keys = set(re.findall(r'proto_put\(out, "(\w+)"',
-                          source("rackd/ctl_migrate.c")))
+                          source("rackd/ctl/ctl_migrate.c")))
     keys.discard("record")
     page = (MAN / "rackd.8").read_text()
     section = page[page.index(".Sh MIGRATION"):page.index(".Sh IF RACKD DIES")]

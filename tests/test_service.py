@@ -234,7 +234,7 @@ def test_unit_settings_are_commented_and_as_documented():
     assert unit_values("Restart") == ["on-failure"]
     assert unit_values("RuntimeDirectory") == ["racks"]
     # rackd's default control socket lives in the runtime directory.
-    assert '"/run/racks/rackd.sock"' in (REPO / "rackd/rackd.h").read_text()
+    assert '"/run/racks/rackd.sock"' in (REPO / "rackd/core/rackd.h").read_text()
     assert unit_values("Documentation") == [
         "man:rackd(8) man:rackctl(8) man:racks.conf(5)"]
 
@@ -342,7 +342,7 @@ def test_system_calls_and_sockets_pass_the_unit_filters(topo, tmp_path):
 # --- the default configuration and make install --------------------------------
 
 def config_keys():
-    text = (REPO / "rackd/config.c").read_text()
+    text = (REPO / "rackd/core/config.c").read_text()
     keys = set(re.findall(r'\{ \.name = "(\w+)", \.set = set_\w+ \}', text))
     return keys | set(re.findall(r"^\tDURATION_KEY\((\w+), \d+\),$", text, re.M))
 

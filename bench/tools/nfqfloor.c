@@ -11,7 +11,7 @@
  *
  * Usage: nfqfloor NUM
  *	Installs the table inet racks_floor (replacing a stale one), binds
- *	queue NUM with the same settings as rackd (rackd/queue.c, the xt
+ *	queue NUM with the same settings as rackd (rackd/io/queue.c, the xt
  *	NFQUEUE target of nft/xt_queue.c where nft has no queue statement),
  *	prints READY, and serves the queue until SIGTERM or SIGINT, then
  *	removes its table. Errors go to stderr with exit status 1.

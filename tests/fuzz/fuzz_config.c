@@ -4,8 +4,8 @@
  * never crash or leak; a configuration it accepts must survive
  * config_dump() and a reload unchanged.
  */
-#include "../../rackd/config.c"
-#include "../../rackd/log.c"
+#include "../../rackd/core/config.c"
+#include "../../rackd/io/log.c"
 #include "../../common/addr.c"
 #include "fuzz.h"
 

@@ -9,9 +9,9 @@
  */
 #include <errno.h>
 
-#include "../../rackd/packet.c"
-#include "../../rackd/csum.c"
-#include "../../rackd/rewrite.c"
+#include "../../rackd/io/packet.c"
+#include "../../rackd/io/csum.c"
+#include "../../rackd/io/rewrite.c"
 #include "../../edp/option.c"
 #include "../../common/addr.c"
 #include "fuzz.h"

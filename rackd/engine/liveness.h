@@ -17,6 +17,7 @@
 
 #include "addr.h"
 #include "conn.h"
+#include "event.h"
 #include "option.h"
 #include "packet.h"
 #include "rtnl.h"
@@ -64,20 +65,52 @@ struct live_stats {
 	uint64_t migrations;		/* paths moved to a new local address */
 };
 
+struct rackd;
+
+/*
+ * What a path's news means for its connections: the engine modules above
+ * liveness (hold, reconnect, migrate) decide, through the callbacks
+ * main.c installs; liveness never calls them by name.
+ */
+struct live_ops {
+	/* The path went silent (or lost its link): hold these. */
+	void (*path_down)(struct rackd *d, struct conn **conns, unsigned n);
+	/* The path was heard again: resume these (the peer knows them at
+	 * this path's endpoints). */
+	void (*path_up)(struct rackd *d, struct conn **conns, unsigned n);
+	/* A parked path's timer: its connections are migrating. */
+	void (*parked_tick)(struct rackd *d, struct live_peer *p);
+	/* C must ask its peer to follow it to its wire endpoints. */
+	void (*reconnect)(struct rackd *d, struct conn *c);
+	/* C's wire endpoints change: unconfirmed until the peer follows. */
+	void (*moving)(struct conn *c);
+	/* C, from a state file, joins a suspended path: held again, for
+	 * HELD_MS already. */
+	void (*held_again)(struct rackd *d, struct conn *c, uint64_t held_ms);
+	/* C leaves its path while held: its hold goes. */
+	void (*unhold)(struct rackd *d, struct conn *c);
+};
+
 struct live_state {
+	const struct live_ops *ops;
 	struct live_peer *peers;
 	struct live_addr *addrs;	/* local addresses and their links */
 	struct live_link *down;		/* links without carrier */
-	unsigned held;			/* connections in the held sets */
 	struct live_stats stats;
 };
 
-struct rackd;
-
+/* How path news reaches the modules above (see struct live_ops). */
+void live_set_ops(struct rackd *d, const struct live_ops *ops);
 /* A connection became connected: it joins its path's heartbeats. */
 void live_attach(struct rackd *d, struct conn *c);
 /* A connection goes away. */
 void live_detach(struct rackd *d, struct conn *c);
+/* Subscriber (ARG: the rackd): a connected connection joins its path,
+ * one closing or gone leaves it. */
+#define LIVE_EVENTS (EVENT_BIT(EVENT_CONNECTED) | EVENT_BIT(EVENT_CLOSING) | \
+		     EVENT_BIT(EVENT_GONE))
+void live_event(void *arg, enum event_type type, struct conn *c,
+		const char *reason);
 /* C, from a state file, joins its path, suspended (for HELD_MS) or not. */
 void live_restore(struct rackd *d, struct conn *c, bool suspended,
 		  uint64_t held_ms);
@@ -89,8 +122,8 @@ void live_probe_now(struct rackd *d, struct live_peer *p);
 /* Move a suspended path's connections to local address SRC. */
 void live_migrate(struct rackd *d, struct live_peer *p,
 		  const struct addr *src);
-/* A heartbeat or its answer for C; returns the verdict. */
-uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m);
+/* HEARTBEAT and HEARTBEAT_ACK go to liveness (channel.h); 0 or -errno. */
+int live_handle_messages(struct rackd *d);
 /* Evidence that C's path works again (other than a heartbeat). */
 void live_heard_path(struct rackd *d, struct conn *c);
 /* rtnetlink events: links losing carrier suspend their paths at once. */

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "event.h"
 #include "timer.h"
 
 #define STATE_DEFAULT_PATH "/var/lib/racks/state"
@@ -52,13 +53,19 @@ struct conn;
 void state_init(struct rackd *d, const char *path);
 /* Write soon (coalesced): call after a managed connection changed. */
 void state_changed(struct rackd *d);
+/* The events that change the file; state_event() (ARG: the rackd) is
+ * their subscriber. */
+#define STATE_EVENTS (EVENT_BIT(EVENT_CONNECTED) | EVENT_BIT(EVENT_SUSPEND) | \
+		      EVENT_BIT(EVENT_EXPORT) | EVENT_BIT(EVENT_UNEXPORT) | \
+		      EVENT_BIT(EVENT_AWAY) | EVENT_BIT(EVENT_ARRIVED) | \
+		      EVENT_BIT(EVENT_SAVED) | EVENT_BIT(EVENT_GONE))
+void state_event(void *arg, enum event_type type, struct conn *c,
+		 const char *reason);
 /* Write now; 0 or -errno (logged). */
 int state_write(struct rackd *d);
 /* Read the file and rebuild its connections (before the table exists:
  * their holds and splices go into the table's first transaction). */
 void state_load(struct rackd *d);
-/* Whether C belongs in the file. */
-bool state_managed(const struct conn *c);
 /* One connection as a "conn" line. */
 void state_write_conn(FILE *f, const struct conn *c);
 /* C's line for rackckpt: with the sequence numbers its socket has now,

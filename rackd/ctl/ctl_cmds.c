@@ -8,13 +8,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl.h"
 #include "ctl_migrate.h"
+#include "liveness.h"
+#include "local.h"
 #include "loop.h"
+#include "migrate.h"
 #include "queue.h"
-#include "reconnect.h"
 #include "rackd.h"
-#include "setup.h"
+#include "reconnect.h"
+#include "keystate.h"
+#include "splice.h"
+#include "state.h"
 #include "track.h"
 
 static void put_u64(FILE *out, const char *key, uint64_t v)
@@ -68,7 +72,7 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 
 static void put_live_stats(FILE *out, const struct rackd *d)
 {
-	const struct live_stats *l = &d->live.stats;
+	const struct live_stats *l = &d->live->stats;
 
 	put_u64(out, "suspended", live_suspended_count(d));
 	put_u64(out, "suspensions", l->suspensions);
@@ -90,7 +94,7 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 
 static void put_reconnect_stats(FILE *out, const struct rackd *d)
 {
-	const struct reconnect_stats *r = &d->reconnect.stats;
+	const struct reconnect_stats *r = &d->reconnect->stats;
 	unsigned long spliced = 0;
 
 	for (const struct conn *c = d->conns.head; c; c = c->next)
@@ -103,25 +107,25 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_refused_replay", r->refused_replay);
 	put_u64(out, "reconnects_refused_other", r->refused_other);
 	put_u64(out, "reconnects_manual", r->manual);
-	put_u64(out, "splice_updates", d->splice.updates);
-	put_u64(out, "splice_errors", d->splice.errors);
-	put_u64(out, "addresses_kept", d->local.keeps);
-	put_u64(out, "address_keep_errors", d->local.keep_errors);
-	put_u64(out, "state_restored", d->state.restored);
-	put_u64(out, "state_gone", d->state.skipped);
-	put_u64(out, "state_load_failed", d->state.load_failed);
-	put_u64(out, "state_writes", d->state.writes);
-	put_u64(out, "state_write_errors", d->state.write_errors);
-	put_u64(out, "migrations_exported", d->migrate.exported);
-	put_u64(out, "migrations_unexported", d->migrate.unexported);
-	put_u64(out, "migrations_released", d->migrate.released);
-	put_u64(out, "migrations_imported", d->migrate.imported);
-	put_u64(out, "migrations_arrived", d->migrate.arrived);
-	put_u64(out, "migrations_arrive_expired", d->migrate.arrive_expired);
-	put_u64(out, "away_out", d->migrate.away_out);
-	put_u64(out, "away_in", d->migrate.away_in);
-	put_u64(out, "away_acks_in", d->migrate.away_acks_in);
-	put_u64(out, "away_refused", d->migrate.refused);
+	put_u64(out, "splice_updates", d->splice->updates);
+	put_u64(out, "splice_errors", d->splice->errors);
+	put_u64(out, "addresses_kept", d->local->keeps);
+	put_u64(out, "address_keep_errors", d->local->keep_errors);
+	put_u64(out, "state_restored", d->state->restored);
+	put_u64(out, "state_gone", d->state->skipped);
+	put_u64(out, "state_load_failed", d->state->load_failed);
+	put_u64(out, "state_writes", d->state->writes);
+	put_u64(out, "state_write_errors", d->state->write_errors);
+	put_u64(out, "migrations_exported", d->migrate->exported);
+	put_u64(out, "migrations_unexported", d->migrate->unexported);
+	put_u64(out, "migrations_released", d->migrate->released);
+	put_u64(out, "migrations_imported", d->migrate->imported);
+	put_u64(out, "migrations_arrived", d->migrate->arrived);
+	put_u64(out, "migrations_arrive_expired", d->migrate->arrive_expired);
+	put_u64(out, "away_out", d->migrate->away_out);
+	put_u64(out, "away_in", d->migrate->away_in);
+	put_u64(out, "away_acks_in", d->migrate->away_acks_in);
+	put_u64(out, "away_refused", d->migrate->refused);
 }
 
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
@@ -134,7 +138,7 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	proto_put(out, "version", "%s", RACKD_VERSION);
 	proto_put(out, "protocol", "%d", PROTO_VERSION);
 	proto_put(out, "pid", "%d", (int)getpid());
-	proto_put(out, "queue_mode", "%s", ruleset_queue_name(d->queue_mode));
+	proto_put(out, "queue_mode", "%s", config_queue_mode_name(d->queue_mode));
 	proto_put(out, "queue", "%u", d->cfg->queue_num);
 	put_u64(out, "uptime", (loop_now() - d->started_mono) / 1000);
 	put_u64(out, "connections", d->conns.count);
@@ -312,7 +316,7 @@ static int cmd_reload(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
 	(void)req, (void)out;
-	return rackd_reload(d, err, errlen);
+	return d->reload(d, err, errlen);
 }
 
 /* Both ends moved: tell rackd where the peer is now. */
@@ -354,27 +358,27 @@ static int cmd_peer(struct rackd *d, const struct proto_msg *req, FILE *out,
 	return 0;
 }
 
-/* The reply opens a stream: every later event is one more message. */
+/* The reply opens a stream (ctl.c): every later event is one more
+ * message. */
 static int cmd_events(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
-	(void)req, (void)out, (void)err, (void)errlen;
-	ctl_subscribe_current(d->ctl);
+	(void)d, (void)req, (void)out, (void)err, (void)errlen;
 	return 0;
 }
 
 static const struct ctl_command ctl_commands[] = {
-	{ "status", false, cmd_status },
-	{ "list", false, cmd_list },
-	{ "show", false, cmd_show },
-	{ "reload", true, cmd_reload },
-	{ "events", false, cmd_events },
-	{ "peer", true, cmd_peer },
-	{ "export", true, cmd_export },
-	{ "unexport", true, cmd_unexport },
-	{ "release", true, cmd_release },
-	{ "import", true, cmd_import },
-	{ "restored", true, cmd_restored },
+	{ "status", false, false, cmd_status },
+	{ "list", false, false, cmd_list },
+	{ "show", false, false, cmd_show },
+	{ "reload", true, false, cmd_reload },
+	{ "events", false, true, cmd_events },
+	{ "peer", true, false, cmd_peer },
+	{ "export", true, false, cmd_export },
+	{ "unexport", true, false, cmd_unexport },
+	{ "release", true, false, cmd_release },
+	{ "import", true, false, cmd_import },
+	{ "restored", true, false, cmd_restored },
 };
 
 const struct ctl_command *ctl_command_find(const char *name)

@@ -19,7 +19,7 @@
 #include "loop.h"
 #include "proto.h"
 #include "rackd.h"
-#include "setup.h"
+#include "keystate.h"
 
 /* Requests are a few lines; anything longer is refused. */
 #define CTL_MAX_REQUEST (64 * 1024)
@@ -42,7 +42,6 @@ struct ctl {
 	char *path;
 	int fd;
 	struct ctl_client *clients;
-	struct ctl_client *current;	/* whose request is being served */
 };
 
 /* A subscriber that lets this much pile up is too slow: dropped. */
@@ -112,9 +111,9 @@ static void client_request(struct ctl_client *cl, char *msg, size_t len)
 		snprintf(err, sizeof(err), "'%s' needs root", name);
 		ret = -EPERM;
 	} else {
-		cl->ctl->current = cl;
 		ret = cmd->run(d, &req, out, err, sizeof(err));
-		cl->ctl->current = NULL;
+		if (ret == 0 && cmd->subscribes)
+			cl->subscribed = true;
 	}
 	proto_msg_free(&req);
 reply:
@@ -319,21 +318,17 @@ err:
 	return ret;
 }
 
-void ctl_subscribe_current(struct ctl *ctl)
-{
-	if (ctl->current)
-		ctl->current->subscribed = true;
-}
-
-void ctl_event(struct ctl *ctl, const char *event, const struct conn *c,
+void ctl_event(void *arg, enum event_type type, struct conn *c,
 	       const char *reason)
 {
 	char *msg = NULL, l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+	const char *event = event_name(type);
+	struct ctl *ctl = arg;
 	size_t len = 0;
 	struct timespec ts;
 	FILE *f;
 
-	if (!ctl)
+	if (!ctl || !event)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	f = open_memstream(&msg, &len);

@@ -118,6 +118,12 @@ void conn_unindex_edp(struct conn_table *tbl, struct conn *c)
 	c->edp_id = 0;
 }
 
+bool conn_managed(const struct conn *c)
+{
+	return c->peer == PEER_RACKS && c->edp &&
+	       (c->state == CONN_CONNECTED || c->state == CONN_SUSPENDED);
+}
+
 bool conn_spliced(const struct conn *c)
 {
 	return !endpoint_equal(&c->wire_local, &c->local) ||

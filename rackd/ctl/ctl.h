@@ -7,6 +7,8 @@
 #ifndef RACKS_CTL_H
 #define RACKS_CTL_H
 
+#include "event.h"
+
 struct rackd;
 struct ctl;
 
@@ -18,10 +20,10 @@ void ctl_close(struct ctl *ctl);
 
 struct conn;
 
-/* Tell every `rackctl events` subscriber what happened to C. */
-void ctl_event(struct ctl *ctl, const char *event, const struct conn *c,
+/* Tell every `rackctl events` subscriber what happened to C: an
+ * event_fn (event.h), ARG the struct ctl. Events without a name on the
+ * stream are ignored. */
+void ctl_event(void *arg, enum event_type type, struct conn *c,
 	       const char *reason);
-/* Make the client behind the request being served a subscriber. */
-void ctl_subscribe_current(struct ctl *ctl);
 
 #endif

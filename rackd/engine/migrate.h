@@ -62,14 +62,9 @@ int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 /* C, imported, has its socket back (the caller saw it in the kernel):
  * ask its peer to follow. 0, or -EINVAL if C was not arriving. */
 int migrate_arrived(struct rackd *d, struct conn *c);
-/* An AWAY or AWAY_ACK for C; returns the verdict. */
-uint32_t migrate_input(struct rackd *d, struct conn *c, const struct edp_msg *m);
+/* AWAY and AWAY_ACK go to migration (channel.h); 0 or -errno. */
+int migrate_handle_messages(struct rackd *d);
 /* A parked path's timer. */
 void migrate_tick(struct rackd *d, struct live_peer *p);
-
-static inline bool conn_parked(const struct conn *c)
-{
-	return c->migration != MIG_NONE;
-}
 
 #endif

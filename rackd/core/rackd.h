@@ -14,16 +14,10 @@
 #include "announce.h"
 #include "config.h"
 #include "conn.h"
+#include "event.h"
 #include "keypool.h"
-#include "liveness.h"
-#include "local.h"
-#include "migrate.h"
-#include "reconnect.h"
-#include "splice.h"
-#include "state.h"
 #include "option.h"
 #include "packet.h"
-#include "ruleset.h"
 #include "timer.h"
 
 #define RACKD_VERSION "0.1.0"
@@ -35,6 +29,13 @@ struct inject;
 struct offerset;
 struct rtnl;
 struct ctl;
+struct channel;
+struct live_state;
+struct reconnect_state;
+struct splice_stats;
+struct local_state;
+struct state_file;
+struct migrate_stats;
 
 struct rackd_stats {
 	uint64_t malformed;		/* sum of malformed_by[] */
@@ -89,9 +90,11 @@ struct rackd {
 	const char *sock_path;
 	struct loop *loop;
 	struct queue *queue;
-	enum ruleset_queue queue_mode;
+	enum queue_mode queue_mode;	/* in use: native or xt, never auto */
 	bool table_installed;
 	struct conn_table conns;
+	struct events events;		/* who hears what happens to them */
+	struct channel *channel;	/* who handles which message type */
 	struct rtnl *rtnl;
 	struct ctl *ctl;
 	struct timer sweep_timer;
@@ -105,13 +108,22 @@ struct rackd {
 	struct inject *inject;
 	struct offerset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
-	struct live_state live;
-	struct reconnect_state reconnect;
-	struct splice_stats splice;
-	struct local_state local;
-	struct state_file state;
-	struct migrate_stats migrate;
+	/* Connections in the held sets (hold.c): the table's chains for
+	 * held flows exist while there are any, and whoever rewrites the
+	 * chains (splice.c too) says so. */
+	unsigned held;
+	/* The engine's and the state file's own: their modules define
+	 * them, main.c provides them. */
+	struct live_state *live;
+	struct reconnect_state *reconnect;
+	struct splice_stats *splice;
+	struct local_state *local;
+	struct state_file *state;
+	struct migrate_stats *migrate;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
+	/* Re-read the configuration file, keeping the old one if the new is
+	 * bad: installed by main.c, for the control socket. */
+	int (*reload)(struct rackd *d, char *err, size_t errlen);
 };
 
 #define container_of(ptr, type, member) \
@@ -122,7 +134,9 @@ static inline struct rackd *rackd_of_conn(struct conn *c)
 	return container_of(c->table, struct rackd, conns);
 }
 
-/* Re-read the configuration file; keeps the old one if the new is bad. */
-int rackd_reload(struct rackd *d, char *err, size_t errlen);
+/* C is going away: every subscriber of EVENT_GONE lets go of it, then
+ * its expiry timer is cancelled and it is freed. */
+void rackd_forget(struct rackd *d, struct conn *c);
+
 
 #endif

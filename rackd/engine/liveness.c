@@ -5,17 +5,15 @@
 #include <linux/netfilter.h>
 #include <stdlib.h>
 
-#include "hold.h"
+#include "channel.h"
 #include "inject.h"
 #include "keys.h"
+#include "keystate.h"
+#include "local.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
-#include "reconnect.h"
-#include "setup.h"
 #include "splice.h"
-#include "local.h"
-#include "migrate.h"
 
 /* Kernel TCP states (include/net/tcp_states.h). */
 #define TCP_STATE_FIN_WAIT2 5
@@ -45,7 +43,7 @@ static uint64_t heartbeat_interval(const struct rackd *d,
 static void live_send(struct rackd *d, struct conn *c, uint8_t type,
 		      uint32_t counter)
 {
-	setup_send_numbered(d, c, type, counter);
+	channel_send_numbered(d, c, type, counter);
 }
 
 /* The path's connections, for one batched hold / release; the caller
@@ -71,7 +69,7 @@ static void live_suspend(struct rackd *d, struct live_peer *p,
 		return;
 	p->suspended = true;
 	batch = path_conns(p, &n);
-	hold_begin(d, batch, n);
+	d->live->ops->path_down(d, batch, n);
 	free(batch);
 	log_info("path %s -> %s: %s: %u connection(s) suspended",
 		 addr_format(&p->local, l, sizeof(l)),
@@ -94,11 +92,11 @@ static void live_resume(struct rackd *d, struct live_peer *p)
 		if (batch[i]->confirmed) {
 			batch[ready++] = batch[i];
 		} else {
-			reconnect_send(d, batch[i]);
+			d->live->ops->reconnect(d, batch[i]);
 			moved++;
 		}
 	}
-	hold_end(d, batch, ready);
+	d->live->ops->path_up(d, batch, ready);
 	free(batch);
 	log_info("path %s -> %s: heard again: %u connection(s) resumed, %u "
 		 "reconnecting", addr_format(&p->local, l, sizeof(l)),
@@ -140,7 +138,7 @@ static void resend_unconfirmed(struct rackd *d, struct live_peer *p)
 {
 	for (struct conn *c = p->conns; c; c = c->host_next)
 		if (!c->confirmed)
-			reconnect_send(d, c);
+			d->live->ops->reconnect(d, c);
 }
 
 static bool path_unconfirmed(const struct live_peer *p)
@@ -160,9 +158,9 @@ static void probe(struct rackd *d, struct live_peer *p)
 
 	if (c->confirmed) {
 		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
-		d->live.stats.heartbeats_out++;
+		d->live->stats.heartbeats_out++;
 	} else {
-		reconnect_send(d, c);
+		d->live->ops->reconnect(d, c);
 	}
 }
 
@@ -175,7 +173,7 @@ static void live_tick(struct timer *t, void *arg)
 	struct addr src;
 
 	if (p->parked) {
-		migrate_tick(d, p);
+		d->live->ops->parked_tick(d, p);
 		return;
 	}
 	if (!p->suspended && silent >= d->cfg->suspend_after_ms)
@@ -214,7 +212,7 @@ static void live_tick(struct timer *t, void *arg)
  * migrating connections have paths of their own. */
 static struct live_peer *find_path(struct rackd *d, const struct conn *c)
 {
-	for (struct live_peer *p = d->live.peers; p; p = p->next)
+	for (struct live_peer *p = d->live->peers; p; p = p->next)
 		if (p->parked == conn_parked(c) &&
 		    addr_equal(&p->local, &c->wire_local.addr) &&
 		    addr_equal(&p->remote, &c->wire_remote.addr))
@@ -235,8 +233,8 @@ static struct live_peer *path_link(struct rackd *d, struct conn *c,
 		p->last_heard = loop_now();
 		p->parked = conn_parked(c);
 		p->suspended = suspended || p->parked;
-		p->next = d->live.peers;
-		d->live.peers = p;
+		p->next = d->live->peers;
+		d->live->peers = p;
 		timer_init(&p->timer, live_tick, p);
 	}
 	c->host = p;
@@ -267,11 +265,16 @@ static void path_unlink(struct rackd *d, struct conn *c)
 	if (--p->nconns)
 		return;
 	loop_timer_cancel(d->loop, &p->timer);
-	for (pp = &d->live.peers; *pp && *pp != p; pp = &(*pp)->next)
+	for (pp = &d->live->peers; *pp && *pp != p; pp = &(*pp)->next)
 		;
 	if (*pp)
 		*pp = p->next;
 	free(p);
+}
+
+void live_set_ops(struct rackd *d, const struct live_ops *ops)
+{
+	d->live->ops = ops;
 }
 
 void live_attach(struct rackd *d, struct conn *c)
@@ -281,7 +284,7 @@ void live_attach(struct rackd *d, struct conn *c)
 	if (p->suspended) {
 		struct conn *one[1] = { c };
 
-		hold_begin(d, one, 1);
+		d->live->ops->path_down(d, one, 1);
 	}
 }
 
@@ -293,7 +296,7 @@ void live_restore(struct rackd *d, struct conn *c, bool suspended,
 	if (suspended)
 		p->suspended = true;
 	if (p->suspended)
-		hold_restore(d, c, held_ms);
+		d->live->ops->held_again(d, c, held_ms);
 }
 
 void live_detach(struct rackd *d, struct conn *c)
@@ -301,11 +304,21 @@ void live_detach(struct rackd *d, struct conn *c)
 	if (c->hold) {
 		/* Leaves its path while held (its socket is closing): it is
 		 * no longer anyone's to abort. */
-		hold_free(d, c);
+		d->live->ops->unhold(d, c);
 		loop_timer_cancel(d->loop, &c->expiry);
 		c->state = CONN_CONNECTED;
 	}
 	path_unlink(d, c);
+}
+
+void live_event(void *arg, enum event_type type, struct conn *c,
+		const char *reason)
+{
+	(void)reason;
+	if (type == EVENT_CONNECTED)
+		live_attach(arg, c);
+	else
+		live_detach(arg, c);
 }
 
 struct live_peer *live_move(struct rackd *d, struct conn *c, bool suspended)
@@ -335,7 +348,7 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 		struct conn *c = batch[i];
 
 		c->wire_local.addr = *src;
-		reconnect_begin(c);
+		d->live->ops->moving(c);
 	}
 	if (splice_apply(d, batch, count)) {
 		/* Nothing sent from an address the kernel cannot map back:
@@ -349,7 +362,7 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 	for (unsigned i = 0; i < count; i++)
 		np = live_move(d, batch[i], true);	/* frees p at the end */
 	free(batch);
-	d->live.stats.migrations++;
+	d->live->stats.migrations++;
 	if (np)
 		live_probe_now(d, np);
 }
@@ -384,40 +397,50 @@ void live_heard_path(struct rackd *d, struct conn *c)
 		live_heard(d, c->host);
 }
 
-uint32_t live_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
+/* A heartbeat or its answer for C. */
+static uint32_t live_input(struct rackd *d, struct conn *c,
+			   const struct packet *p, const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
 
+	(void)p;
 	if (!c->host || !e || !e->keyed) {
 		d->edp.unexpected++;
 		return NF_DROP;
 	}
-	if (!setup_numbered_valid(d, c, m))
+	if (!channel_numbered_valid(d, c, m))
 		return NF_DROP;
 	if (m->type == EDP_HEARTBEAT) {
 		/* Counters only grow: an old heartbeat is a replay. */
 		if (m->counter <= e->hb_in) {
-			d->live.stats.replayed++;
+			d->live->stats.replayed++;
 			return NF_DROP;
 		}
 		e->hb_in = m->counter;
-		d->live.stats.heartbeats_in++;
+		d->live->stats.heartbeats_in++;
 		live_send(d, c, EDP_HEARTBEAT_ACK, m->counter);
 	} else {
 		if (m->counter > e->hb_out || m->counter <= e->hb_acked) {
-			d->live.stats.replayed++;
+			d->live->stats.replayed++;
 			return NF_DROP;
 		}
 		e->hb_acked = m->counter;
-		d->live.stats.heartbeat_acks_in++;
+		d->live->stats.heartbeat_acks_in++;
 	}
 	live_heard(d, c->host);
 	return NF_DROP;
 }
 
+int live_handle_messages(struct rackd *d)
+{
+	int ret = channel_handle(d, EDP_HEARTBEAT, live_input);
+
+	return ret ? ret : channel_handle(d, EDP_HEARTBEAT_ACK, live_input);
+}
+
 static uint32_t addr_ifindex(const struct rackd *d, const struct addr *a)
 {
-	for (const struct live_addr *la = d->live.addrs; la; la = la->next)
+	for (const struct live_addr *la = d->live->addrs; la; la = la->next)
 		if (addr_equal(&la->addr, a))
 			return la->ifindex;
 	return 0;
@@ -426,7 +449,7 @@ static uint32_t addr_ifindex(const struct rackd *d, const struct addr *a)
 /* Every suspended path tries to reach its peer at once. */
 static void retry_now(struct rackd *d)
 {
-	for (struct live_peer *p = d->live.peers; p; p = p->next) {
+	for (struct live_peer *p = d->live->peers; p; p = p->next) {
 		if (!p->suspended)
 			continue;
 		p->fast = LIVE_FAST_RETRIES;
@@ -441,15 +464,15 @@ static void retry_now(struct rackd *d)
  */
 static void local_address_gone(struct rackd *d, const struct addr *a)
 {
-	if (local_is_kept(&d->local, a))
+	if (local_is_kept(d->local, a))
 		return;		/* our own, going away with its last user */
 	for (struct conn *c = d->conns.head; c; c = c->next)
 		if (c->host && addr_equal(&c->local.addr, a))
 			splice_keep_local(d, c);
-	for (struct live_peer *p = d->live.peers; p; p = p->next) {
+	for (struct live_peer *p = d->live->peers; p; p = p->next) {
 		if (!addr_equal(&p->local, a))
 			continue;
-		d->live.stats.addr_suspensions++;
+		d->live->stats.addr_suspensions++;
 		live_suspend(d, p, "local address removed");
 		loop_timer_arm(d->loop, &p->timer, 0);
 	}
@@ -457,7 +480,7 @@ static void local_address_gone(struct rackd *d, const struct addr *a)
 
 void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev)
 {
-	struct live_addr **pp = &d->live.addrs;
+	struct live_addr **pp = &d->live->addrs;
 
 	while (*pp && !addr_equal(&(*pp)->addr, &ev->prefix.addr))
 		pp = &(*pp)->next;
@@ -472,7 +495,7 @@ void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev)
 		return;
 	}
 	/* A new address may be the way back to a suspended peer. */
-	if (!local_is_kept(&d->local, &ev->prefix.addr))
+	if (!local_is_kept(d->local, &ev->prefix.addr))
 		retry_now(d);
 	if (!*pp) {
 		*pp = xcalloc(1, sizeof(**pp));
@@ -483,7 +506,7 @@ void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev)
 
 static struct live_link **find_down(struct rackd *d, uint32_t ifindex)
 {
-	struct live_link **pp = &d->live.down;
+	struct live_link **pp = &d->live->down;
 
 	while (*pp && (*pp)->ifindex != ifindex)
 		pp = &(*pp)->next;
@@ -513,11 +536,11 @@ void live_link_event(struct rackd *d, const struct rtnl_link_event *ev)
 		free(up);
 	}
 
-	for (struct live_peer *p = d->live.peers; p; p = p->next) {
+	for (struct live_peer *p = d->live->peers; p; p = p->next) {
 		if (addr_ifindex(d, &p->local) != ev->ifindex)
 			continue;
 		if (!usable && !p->suspended) {
-			d->live.stats.link_suspensions++;
+			d->live->stats.link_suspensions++;
 			live_suspend(d, p, "link lost its carrier");
 		}
 	}
@@ -530,7 +553,7 @@ unsigned live_suspended_count(const struct rackd *d)
 {
 	unsigned n = 0;
 
-	for (const struct live_peer *p = d->live.peers; p; p = p->next)
+	for (const struct live_peer *p = d->live->peers; p; p = p->next)
 		if (p->suspended)
 			n += p->nconns;
 	return n;
@@ -538,16 +561,16 @@ unsigned live_suspended_count(const struct rackd *d)
 
 void live_free(struct rackd *d)
 {
-	while (d->live.addrs) {
-		struct live_addr *a = d->live.addrs;
+	while (d->live->addrs) {
+		struct live_addr *a = d->live->addrs;
 
-		d->live.addrs = a->next;
+		d->live->addrs = a->next;
 		free(a);
 	}
-	while (d->live.down) {
-		struct live_link *l = d->live.down;
+	while (d->live->down) {
+		struct live_link *l = d->live->down;
 
-		d->live.down = l->next;
+		d->live->down = l->next;
 		free(l);
 	}
 }

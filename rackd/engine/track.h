@@ -2,7 +2,8 @@
 /*
  * The decision for every diverted packet: SYNs and SYN-ACKs become
  * connection table entries and carry racks' offer (added to ours,
- * removed from the peer's), set-up messages go to setup.c, probe FINs to
+ * removed from the peer's), racks' messages go to the channel
+ * (channel.c, which hands each to its type's handler), probe FINs to
  * answer.c. Entries whose handshake never completed, or whose socket the
  * kernel no longer has, are forgotten.
  */
@@ -19,8 +20,6 @@ void track_sweep(struct rackd *d);
 /* The same for the control socket: skipped if a sweep ran very recently. */
 void track_sweep_fresh(struct rackd *d);
 #define TRACK_FRESH_MS 200
-/* Release a connection's timers and free it. */
-void track_forget(struct rackd *d, struct conn *c);
 
 /* A connection of the state file, keyed by its socket's endpoints (its
  * expiry timer ready): state.c fills in the rest. */

@@ -18,6 +18,7 @@ struct rackd;
 struct ctl_command {
 	const char *name;
 	bool privileged;	/* needs a root peer */
+	bool subscribes;	/* its reply opens the client's event stream */
 	int (*run)(struct rackd *d, const struct proto_msg *req, FILE *out,
 		   char *err, size_t errlen);
 };

@@ -30,7 +30,7 @@ enum conn_peer {
 	PEER_NONE,
 };
 
-struct conn_edp;		/* set-up and key state, see setup.h */
+struct conn_edp;		/* keys and counters, see keystate.h */
 struct live_peer;		/* heartbeats, see liveness.h */
 struct conn_hold;		/* suspension, see hold.h */
 
@@ -133,6 +133,9 @@ struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id);
 void conn_index_edp(struct conn_table *tbl, struct conn *c, uint64_t edp_id);
 struct conn *conn_find_edp(const struct conn_table *tbl, uint64_t edp_id);
 void conn_unindex_edp(struct conn_table *tbl, struct conn *c);
+/* Whether C is managed: both rackds hold its key, connected or held
+ * (what the state file keeps). */
+bool conn_managed(const struct conn *c);
 /* Whether C's segments travel between other endpoints than its socket's. */
 bool conn_spliced(const struct conn *c);
 /* A new connection in state CONN_HANDSHAKE; never NULL (OOM is fatal). */
@@ -142,6 +145,13 @@ struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 void conn_remove(struct conn_table *tbl, struct conn *c);
 
 void conn_negotiate(const struct conn *c, struct conn_negotiated *n);
+
+/* C is migrating (migrate.h): its path sends no heartbeats and is never
+ * resumed by them. */
+static inline bool conn_parked(const struct conn *c)
+{
+	return c->migration != MIG_NONE;
+}
 
 /* The local end sent the SYN. */
 static inline bool conn_is_client(const struct conn *c)

@@ -9,19 +9,19 @@
 #include <string.h>
 
 #include "answer.h"
-#include "ctl.h"
+#include "channel.h"
+#include "csum.h"
+#include "event.h"
 #include "hold.h"
 #include "liveness.h"
-#include "csum.h"
 #include "log.h"
 #include "loop.h"
+#include "migrate.h"
 #include "offerset.h"
+#include "reconnect.h"
 #include "rewrite.h"
 #include "setup.h"
-#include "reconnect.h"
 #include "sockdiag.h"
-#include "splice.h"
-#include "state.h"
 
 /* Kernel TCP states (include/net/tcp_states.h) the sweep acts on. */
 #define TCP_STATE_TIME_WAIT 6
@@ -29,18 +29,6 @@
 
 /* Rewritten packets are built here: rackd is single-threaded. */
 static uint8_t rewrite_buf[0xffff];
-
-void track_forget(struct rackd *d, struct conn *c)
-{
-	if (state_managed(c))
-		state_changed(d);
-	live_detach(d, c);
-	reconnect_forget(d, c);
-	splice_forget(d, c);
-	setup_free(d, c);
-	loop_timer_cancel(d->loop, &c->expiry);
-	conn_remove(&d->conns, c);
-}
 
 static void track_expire(struct timer *t, void *arg)
 {
@@ -66,7 +54,7 @@ static void track_expire(struct timer *t, void *arg)
 	}
 	conn_log(c, "handshake timed out");
 	d->stats.conns_expired++;
-	track_forget(d, c);
+	rackd_forget(d, c);
 }
 
 static void conn_end_set(struct conn_end *e, const struct packet *p)
@@ -425,7 +413,7 @@ static void track_message(struct rackd *d, struct queue *q,
 		c = conn_find_edp(&d->conns, m.conn_id);
 	else
 		c = lookup(d, p, false);
-	if (setup_input(d, c, p, &m) == NF_ACCEPT)
+	if (channel_input(d, c, p, &m) == NF_ACCEPT)
 		pass_on(d, q, qp, outbound);
 	else
 		queue_verdict(q, qp->id, NF_DROP);
@@ -488,15 +476,12 @@ static void sweep_socket(void *arg, const struct sockdiag_entry *e)
 		c->tcp_state = e->state;
 		/* Closing for good: nothing left to keep alive, and the peer
 		 * may have forgotten it already. */
+		/* Its path, kept address and map entries go (event.h): a
+		 * TIME_WAIT socket only ever re-acknowledges a FIN, and the
+		 * peer's socket closes just as well without that. */
 		if (c->host && (e->state == TCP_STATE_TIME_WAIT ||
-				e->state == TCP_STATE_CLOSE)) {
-			live_detach(d, c);
-			/* Its kept address and map entries too: a TIME_WAIT
-			 * socket only ever re-acknowledges a FIN, and the
-			 * peer's socket closes just as well without that. */
-			reconnect_forget(d, c);
-			splice_forget(d, c);
-		}
+				e->state == TCP_STATE_CLOSE))
+			event_post(&d->events, EVENT_CLOSING, c, NULL);
 	}
 }
 
@@ -540,11 +525,11 @@ void track_sweep(struct rackd *d)
 		if (c->migration == MIG_ARRIVING && loop_now() < c->arrive_by)
 			continue;
 		if (c->migration == MIG_ARRIVING)
-			d->migrate.arrive_expired++;
+			d->migrate->arrive_expired++;
 		conn_log(c, "closed");
 		d->stats.conns_closed++;
 		if (c->peer == PEER_RACKS)
-			ctl_event(d->ctl, "close", c, NULL);
-		track_forget(d, c);
+			event_post(&d->events, EVENT_CLOSE, c, NULL);
+		rackd_forget(d, c);
 	}
 }

@@ -7,82 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
-#include "inject.h"
+#include "channel.h"
+#include "event.h"
 #include "log.h"
 #include "loop.h"
-#include "liveness.h"
-#include "migrate.h"
 #include "rackd.h"
-#include "state.h"
-
-/* The window our messages advertise: the peer kernel only ever sees one
- * if the peer rackd is gone, and then a large window cannot stall it. */
-#define SETUP_WINDOW 65535
-
 
 static void set_state(struct conn *c, enum conn_state state)
 {
 	c->state = state;
 	c->state_since = loop_now();
-}
-
-/* Send one set-up message as a zero-length segment of connection C. */
-int setup_send_message(struct rackd *d, const struct conn *c,
-		       const struct edp_msg *m)
-{
-	uint8_t opt[EDP_OPT_MAX_LEN + 3];
-	/* Sequence numbers inside the connection's first window: plausible
-	 * to middleboxes, checked by the peer rackd, and a peer without
-	 * rackd drops the segment as old. Never data: nothing is consumed. */
-	struct inject_segment seg = {
-		.src = &c->local, .dst = &c->remote,
-		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
-		.flags = TCP_FLAG_ACK, .window = SETUP_WINDOW,
-		.options = opt, .optlen = edp_option_build(m, opt, sizeof(opt)),
-	};
-
-	return inject_send(d->inject, &seg);
-}
-
-/* Heartbeats and reconnections: the MAC's role by type and sender. */
-static enum edp_role numbered_role(uint8_t type, bool client)
-{
-	return (enum edp_role)(EDP_ROLE_CLIENT_HEARTBEAT +
-			       2 * (type - EDP_HEARTBEAT) + (client ? 0 : 1));
-}
-
-int setup_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
-			uint32_t counter)
-{
-	struct conn_edp *e = c->edp;
-	struct edp_msg m = { .version = EDP_VERSION, .type = type,
-			     .conn_id = e->conn_id, .counter = counter };
-	int ret;
-
-	edp_mac_counter(e->key, numbered_role(type, conn_is_client(c)),
-			counter, &e->t, m.mac);
-	ret = setup_send_message(d, c, &m);
-	if (ret)
-		d->edp.send_errors++;
-	else
-		d->edp.msgs_out++;
-	return ret;
-}
-
-bool setup_numbered_valid(struct rackd *d, struct conn *c,
-			  const struct edp_msg *m)
-{
-	struct conn_edp *e = c->edp;
-
-	/* The sender is the other end of this connection. */
-	if (edp_mac_counter_verify(e->key,
-				   numbered_role(m->type, !conn_is_client(c)),
-				   m->counter, &e->t, m->mac)) {
-		d->edp.bad_mac++;
-		return false;
-	}
-	return true;
 }
 
 static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
@@ -106,7 +40,7 @@ static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 	}
 	if (role)
 		edp_mac(e->key, role, &e->t, m.mac);
-	ret = setup_send_message(d, c, &m);
+	ret = channel_send(d, c, &m);
 	sodium_memzero(&m, sizeof(m));
 	if (ret) {
 		d->edp.send_errors++;
@@ -172,10 +106,9 @@ static void setup_connected(struct rackd *d, struct conn *c)
 	edp_keypair_wipe(&e->kp);
 	d->edp.setup_ok++;
 	conn_log(c, "connected");
-	ctl_event(d->ctl, "connected", c, NULL);
 	conn_index_edp(&d->conns, c, e->conn_id);
-	live_attach(d, c);
-	state_changed(d);
+	/* Its path's heartbeats, the state file and the event stream. */
+	event_post(&d->events, EVENT_CONNECTED, c, NULL);
 }
 
 void setup_save(const struct conn *c, struct setup_saved *out)
@@ -203,7 +136,7 @@ void setup_restore(struct rackd *d, struct conn *c,
 	e->phase = SETUP_COMPLETE;
 	e->conn_id = k->conn_id;
 	edp_fingerprint(e->key, e->fingerprint);
-	e->hb_out = k->hb_out + STATE_COUNTER_MARGIN;
+	e->hb_out = k->hb_out;
 	e->hb_acked = k->hb_acked;
 	e->hb_in = k->hb_in;
 	e->rc_base = k->rc_base;
@@ -361,43 +294,25 @@ static void client_input(struct rackd *d, struct conn *c,
 	}
 }
 
-uint32_t setup_input(struct rackd *d, struct conn *c, const struct packet *p,
-		     const struct edp_msg *m)
+static uint32_t setup_input(struct rackd *d, struct conn *c,
+			    const struct packet *p, const struct edp_msg *m)
 {
-	d->edp.msgs_in++;
-	/* Set-up messages never carry data; one that does is not ours to
-	 * consume: the kernel decides about it as about any segment. */
-	if (p->payload_len) {
-		d->edp.with_payload++;
-		return NF_ACCEPT;
-	}
-	if (!c) {
-		d->edp.unknown_conn++;
-		return NF_DROP;
-	}
-	/* Our messages carry exactly the first sequence numbers of the
-	 * connection: a forger off the path must know both ISNs. */
-	if (p->seq != c->rend.isn + 1 || p->ack != c->lend.isn + 1) {
-		d->edp.bad_seq++;
-		return NF_DROP;
-	}
-	if (!c->edp || m->type == EDP_SYN || m->type == EDP_SYNACK) {
-		/* A released connection, or a handshake option out of place. */
-		d->edp.unexpected++;
-		return NF_DROP;
-	}
-	c->edp->received++;
-	if (m->type == EDP_HEARTBEAT || m->type == EDP_HEARTBEAT_ACK)
-		return live_input(d, c, m);
-	if (m->type == EDP_RECONNECT || m->type == EDP_RECONNECT_ACK)
-		return reconnect_input(d, c, p, m);
-	if (m->type == EDP_AWAY || m->type == EDP_AWAY_ACK)
-		return migrate_input(d, c, m);
+	(void)p;
 	if (conn_is_client(c))
 		client_input(d, c, m);
 	else
 		server_input(d, c, m);
 	return NF_DROP;
+}
+
+int setup_handle_messages(struct rackd *d)
+{
+	static const uint8_t types[] = { EDP_KEY, EDP_CONFIRM, EDP_DONE };
+	int ret = 0;
+
+	for (size_t i = 0; i < sizeof(types) && !ret; i++)
+		ret = channel_handle(d, types[i], setup_input);
+	return ret;
 }
 
 void setup_free(struct rackd *d, struct conn *c)
@@ -413,11 +328,19 @@ void setup_free(struct rackd *d, struct conn *c)
 	c->edp = NULL;
 }
 
+void setup_event(void *arg, enum event_type type, struct conn *c,
+		 const char *reason)
+{
+	(void)type;
+	(void)reason;
+	setup_free(arg, c);
+}
+
 void setup_release(struct rackd *d, struct conn *c, const char *why)
 {
 	conn_log(c, why);
 	if (c->peer == PEER_RACKS)
-		ctl_event(d->ctl, "released", c, why);
+		event_post(&d->events, EVENT_RELEASED, c, why);
 	setup_free(d, c);
 	loop_timer_cancel(d->loop, &c->expiry);
 	c->peer = PEER_NONE;

@@ -8,18 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "channel.h"
+#include "event.h"
 #include "hold.h"
+#include "keystate.h"
 #include "liveness.h"
 #include "local.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
 #include "reconnect.h"
-#include "setup.h"
 #include "splice.h"
-#include "state.h"
-#include "track.h"
 
 /* Hold C unless it is held already (one transaction for one). */
 static void hold_one(struct rackd *d, struct conn *c)
@@ -31,14 +30,14 @@ static void hold_one(struct rackd *d, struct conn *c)
 
 static void send_away(struct rackd *d, struct conn *c)
 {
-	if (setup_send_numbered(d, c, EDP_AWAY, ++c->edp->hb_out) == 0)
-		d->migrate.away_out++;
+	if (channel_send_numbered(d, c, EDP_AWAY, ++c->edp->hb_out) == 0)
+		d->migrate->away_out++;
 }
 
 bool migrate_exportable(const struct conn *c)
 {
 	return c->migration == MIG_LEAVING ||
-	       (c->migration == MIG_NONE && c->host && state_managed(c));
+	       (c->migration == MIG_NONE && c->host && conn_managed(c));
 }
 
 int migrate_export(struct rackd *d, struct conn *c)
@@ -57,10 +56,9 @@ int migrate_export(struct rackd *d, struct conn *c)
 	hold_one(d, c);
 	send_away(d, c);
 	loop_timer_arm(d->loop, &p->timer, MIGRATE_AWAY_RETRY_MS);
-	d->migrate.exported++;
+	d->migrate->exported++;
 	conn_log(c, "exported: its process is being checkpointed");
-	ctl_event(d->ctl, "export", c, NULL);
-	state_changed(d);
+	event_post(&d->events, EVENT_EXPORT, c, NULL);
 	return 0;
 }
 
@@ -83,22 +81,21 @@ void migrate_unexport(struct rackd *d, struct conn *c)
 	if (c->migration != MIG_LEAVING)
 		return;
 	rejoin(d, c);
-	d->migrate.unexported++;
+	d->migrate->unexported++;
 	conn_log(c, "export undone: resuming here");
-	ctl_event(d->ctl, "unexport", c, NULL);
-	state_changed(d);
+	event_post(&d->events, EVENT_UNEXPORT, c, NULL);
 }
 
 void migrate_release(struct rackd *d, struct conn *c)
 {
 	if (c->migration != MIG_LEAVING)
 		return;
-	d->migrate.released++;
+	d->migrate->released++;
 	conn_log(c, "released: restored elsewhere");
-	ctl_event(d->ctl, "release", c, NULL);
+	event_post(&d->events, EVENT_RELEASE, c, NULL);
 	/* Its socket went with the checkpoint (TCP repair closes it
 	 * without a word to the peer): nothing is sent for it again. */
-	track_forget(d, c);
+	rackd_forget(d, c);
 }
 
 int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
@@ -137,12 +134,12 @@ int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 		/* CRIU binds the restored socket to its old address. */
 		if (!c->kept_local) {
 			c->kept_local = true;
-			local_adopt(&d->local, &c->local.addr);
+			local_adopt(d->local, &c->local.addr);
 		}
 		live_move(d, c, true);
-		d->migrate.imported++;
+		d->migrate->imported++;
 		conn_log(c, "imported: waiting for its socket");
-		ctl_event(d->ctl, "import", c, NULL);
+		event_post(&d->events, EVENT_IMPORT, c, NULL);
 	}
 	/* Whatever the restored sockets send before their peers follow is
 	 * answered here, with a closed window. */
@@ -155,9 +152,9 @@ int migrate_arrived(struct rackd *d, struct conn *c)
 	if (c->migration != MIG_ARRIVING)
 		return -EINVAL;
 	rejoin(d, c);
-	d->migrate.arrived++;
+	d->migrate->arrived++;
 	conn_log(c, "socket restored: reconnecting");
-	state_changed(d);
+	event_post(&d->events, EVENT_ARRIVED, c, NULL);
 	return 0;
 }
 
@@ -173,46 +170,55 @@ static void peer_away(struct rackd *d, struct conn *c, uint32_t counter)
 		/* Nothing to send on a parked path: its timer idles. */
 		loop_timer_cancel(d->loop, &p->timer);
 		conn_log(c, "peer away: held until it reconnects");
-		ctl_event(d->ctl, "away", c, NULL);
-		state_changed(d);
+		event_post(&d->events, EVENT_AWAY, c, NULL);
 	}
-	setup_send_numbered(d, c, EDP_AWAY_ACK, counter);
+	channel_send_numbered(d, c, EDP_AWAY_ACK, counter);
 }
 
-uint32_t migrate_input(struct rackd *d, struct conn *c, const struct edp_msg *m)
+/* An AWAY or AWAY_ACK for C. */
+static uint32_t migrate_input(struct rackd *d, struct conn *c,
+			      const struct packet *p, const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
 
+	(void)p;
 	if (!c->host || !e || !e->keyed) {
-		d->migrate.refused++;
+		d->migrate->refused++;
 		return NF_DROP;
 	}
-	if (!setup_numbered_valid(d, c, m))
+	if (!channel_numbered_valid(d, c, m))
 		return NF_DROP;
 	if (m->type == EDP_AWAY) {
 		/* Both ends moving at once is not supported: the second
 		 * one's dump waits for an acknowledgement that never comes. */
 		if (m->counter <= e->hb_in ||
 		    (c->migration != MIG_NONE && c->migration != MIG_AWAY)) {
-			d->migrate.refused++;
+			d->migrate->refused++;
 			return NF_DROP;
 		}
 		e->hb_in = m->counter;
-		d->migrate.away_in++;
+		d->migrate->away_in++;
 		peer_away(d, c, m->counter);
 		return NF_DROP;
 	}
 	if (m->counter > e->hb_out || m->counter <= e->hb_acked) {
-		d->migrate.refused++;
+		d->migrate->refused++;
 		return NF_DROP;
 	}
 	e->hb_acked = m->counter;
-	d->migrate.away_acks_in++;
+	d->migrate->away_acks_in++;
 	if (c->migration == MIG_LEAVING && !c->away_acked) {
 		c->away_acked = true;
 		conn_log(c, "peer holds it: ready for the checkpoint");
 	}
 	return NF_DROP;
+}
+
+int migrate_handle_messages(struct rackd *d)
+{
+	int ret = channel_handle(d, EDP_AWAY, migrate_input);
+
+	return ret ? ret : channel_handle(d, EDP_AWAY_ACK, migrate_input);
 }
 
 void migrate_tick(struct rackd *d, struct live_peer *p)

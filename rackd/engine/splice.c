@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "event.h"
 #include "local.h"
 #include "log.h"
 #include "rackd.h"
 #include "ruleset.h"
 #include "splicemap.h"
-#include "state.h"
 
 static void entry_of(const struct conn *c, bool installed,
 		     struct splicemap_entry *e)
@@ -33,7 +33,7 @@ static bool needs_update(const struct conn *c)
 static unsigned mapped_after(const struct rackd *d, struct conn *const *conns,
 			     unsigned n, bool add)
 {
-	long count = d->splice.mapped;
+	long count = d->splice->mapped;
 
 	for (unsigned i = 0; i < n; i++)
 		count += (add && conn_spliced(conns[i])) - conns[i]->mapped;
@@ -57,8 +57,8 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
-	if (d->splice.mapped == 0 && after > 0)
-		ruleset_chains_write(f, d->cfg, true, d->live.held > 0);
+	if (d->splice->mapped == 0 && after > 0)
+		ruleset_chains_write(f, d->cfg, true, d->held > 0);
 	for (unsigned i = 0; i < n; i++) {
 		const struct conn *c = conns[i];
 		struct splicemap_entry e;
@@ -75,8 +75,8 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		}
 		changed++;
 	}
-	if (d->splice.mapped > 0 && after == 0)
-		ruleset_chains_write(f, d->cfg, false, d->live.held > 0);
+	if (d->splice->mapped > 0 && after == 0)
+		ruleset_chains_write(f, d->cfg, false, d->held > 0);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
@@ -84,22 +84,22 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		ret = ruleset_run(buf, err, sizeof(err));
 	free(buf);
 	if (ret) {
-		d->splice.errors++;
+		d->splice->errors++;
 		log_warnx("splicing %u connection(s): %s", changed, err);
 		if (add)
 			return ret;
 	}
-	d->splice.updates += changed;
-	d->splice.mapped = after;
+	d->splice->updates += changed;
+	d->splice->mapped = after;
 	for (unsigned i = 0; i < n; i++) {
 		struct conn *c = conns[i];
 
 		c->mapped = add && conn_spliced(c);
 		c->mapped_local = c->wire_local;
 		c->mapped_remote = c->wire_remote;
+		if (changed)
+			event_post(&d->events, EVENT_SAVED, c, NULL);
 	}
-	if (changed)
-		state_changed(d);
 	return ret;
 }
 
@@ -113,7 +113,7 @@ void splice_keep_local(struct rackd *d, struct conn *c)
 	if (c->kept_local)
 		return;
 	c->kept_local = true;
-	local_keep(&d->local, &c->local.addr);
+	local_keep(d->local, &c->local.addr);
 }
 
 void splice_forget(struct rackd *d, struct conn *c)
@@ -122,8 +122,16 @@ void splice_forget(struct rackd *d, struct conn *c)
 		run(d, &c, 1, true, false);
 	if (c->kept_local) {
 		c->kept_local = false;
-		local_unkeep(&d->local, &c->local.addr);
+		local_unkeep(d->local, &c->local.addr);
 	}
+}
+
+void splice_event(void *arg, enum event_type type, struct conn *c,
+		  const char *reason)
+{
+	(void)type;
+	(void)reason;
+	splice_forget(arg, c);
 }
 
 void splice_write_state(struct rackd *d, FILE *f)

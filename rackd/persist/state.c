@@ -20,6 +20,7 @@
 #include "rackd.h"
 #include "setup.h"
 #include "sockdiag.h"
+#include "splice.h"
 #include "syncdir.h"
 #include "track.h"
 
@@ -46,12 +47,6 @@ struct saved {
 	unsigned seen;		/* fields found, as bits of enum field */
 };
 
-bool state_managed(const struct conn *c)
-{
-	return c->peer == PEER_RACKS && c->edp &&
-	       (c->state == CONN_CONNECTED || c->state == CONN_SUSPENDED);
-}
-
 static void on_write_timer(struct timer *t, void *arg)
 {
 	(void)t;
@@ -60,20 +55,29 @@ static void on_write_timer(struct timer *t, void *arg)
 
 void state_init(struct rackd *d, const char *path)
 {
-	d->state.path = path;
-	timer_init(&d->state.write_timer, on_write_timer, d);
+	d->state->path = path;
+	timer_init(&d->state->write_timer, on_write_timer, d);
 }
 
 void state_changed(struct rackd *d)
 {
-	if (d->state.path && !timer_pending(&d->state.write_timer))
-		loop_timer_arm(d->loop, &d->state.write_timer,
+	if (d->state->path && !timer_pending(&d->state->write_timer))
+		loop_timer_arm(d->loop, &d->state->write_timer,
 			       STATE_WRITE_DELAY_MS);
+}
+
+void state_event(void *arg, enum event_type type, struct conn *c,
+		 const char *reason)
+{
+	(void)reason;
+	/* A connection leaves the file only if it was in it. */
+	if (type != EVENT_GONE || conn_managed(c))
+		state_changed(arg);
 }
 
 void state_free(struct rackd *d)
 {
-	loop_timer_cancel(d->loop, &d->state.write_timer);
+	loop_timer_cancel(d->loop, &d->state->write_timer);
 }
 
 /* ---- writing ---- */
@@ -180,7 +184,7 @@ static int write_file(struct rackd *d, const char *tmp, unsigned *count)
 	*count = 0;
 	fprintf(f, STATE_MAGIC "\n");
 	for (struct conn *c = d->conns.head; c; c = c->next) {
-		if (!state_managed(c))
+		if (!conn_managed(c))
 			continue;
 		state_write_conn(f, c);
 		(*count)++;
@@ -195,7 +199,7 @@ static int write_file(struct rackd *d, const char *tmp, unsigned *count)
 
 int state_write(struct rackd *d)
 {
-	struct state_file *s = &d->state;
+	struct state_file *s = d->state;
 	char tmp[4096];
 	unsigned count = 0;
 	int ret;
@@ -548,6 +552,7 @@ bad:
 static bool restore(struct rackd *d, const struct saved *s, time_t now)
 {
 	struct sockdiag_progress pr;
+	struct setup_saved k;
 	uint64_t held_ms = 0;
 	struct conn *c;
 
@@ -567,17 +572,21 @@ static bool restore(struct rackd *d, const struct saved *s, time_t now)
 	c->rebased = s->rebased;
 	c->snd_base = s->snd_base;
 	c->rcv_base = s->rcv_base;
-	setup_restore(d, c, &s->keys);
+	/* The last heartbeats sent may not have been written. */
+	k = s->keys;
+	k.hb_out += STATE_COUNTER_MARGIN;
+	setup_restore(d, c, &k);
+	sodium_memzero(&k, sizeof(k));
 	/* The splice goes into the table's first transaction. */
 	if (conn_spliced(c)) {
 		c->mapped = true;
 		c->mapped_local = c->wire_local;
 		c->mapped_remote = c->wire_remote;
-		d->splice.mapped++;
+		d->splice->mapped++;
 	}
 	if (s->kept_local) {
 		c->kept_local = true;
-		local_adopt(&d->local, &c->local.addr);
+		local_adopt(d->local, &c->local.addr);
 	}
 	if (s->suspended && now > s->suspended_since)
 		held_ms = (uint64_t)(now - s->suspended_since) * 1000;
@@ -588,7 +597,7 @@ static bool restore(struct rackd *d, const struct saved *s, time_t now)
 
 void state_load(struct rackd *d)
 {
-	struct state_file *s = &d->state;
+	struct state_file *s = d->state;
 	struct saved *saved = NULL;
 	char err[256], bad[4096];
 	size_t len = 0;
@@ -674,6 +683,8 @@ struct conn *state_import(struct rackd *d, char *line, char *err,
 	c->rebased = true;
 	c->snd_base = s.snd_base;
 	c->rcv_base = s.rcv_base;
+	/* Its old host may have sent heartbeats after the export. */
+	s.keys.hb_out += STATE_COUNTER_MARGIN;
 	setup_restore(d, c, &s.keys);
 	sodium_memzero(&s, sizeof(s));
 	return c;

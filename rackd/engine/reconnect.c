@@ -7,26 +7,27 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "ctl.h"
+#include "channel.h"
+#include "event.h"
 #include "hold.h"
+#include "keystate.h"
 #include "liveness.h"
 #include "local.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
-#include "setup.h"
 #include "splice.h"
 
 static void reconnect_flush(struct timer *t, void *arg);
 
 void reconnect_init(struct rackd *d)
 {
-	timer_init(&d->reconnect.flush, reconnect_flush, d);
+	timer_init(&d->reconnect->flush, reconnect_flush, d);
 }
 
 void reconnect_free(struct rackd *d)
 {
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 
 	loop_timer_cancel(d->loop, &r->flush);
 	free(r->accepted);
@@ -40,8 +41,8 @@ void reconnect_send(struct rackd *d, struct conn *c)
 {
 	struct conn_edp *e = c->edp;
 
-	if (setup_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
-		d->reconnect.stats.sent++;
+	if (channel_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
+		d->reconnect->stats.sent++;
 }
 
 void reconnect_begin(struct conn *c)
@@ -52,7 +53,7 @@ void reconnect_begin(struct conn *c)
 
 void reconnect_forget(struct rackd *d, struct conn *c)
 {
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 	unsigned kept = 0;
 
 	for (unsigned i = 0; i < r->naccepted; i++) {
@@ -62,6 +63,14 @@ void reconnect_forget(struct rackd *d, struct conn *c)
 		r->counters[kept++] = r->counters[i];
 	}
 	r->naccepted = kept;
+}
+
+void reconnect_event(void *arg, enum event_type type, struct conn *c,
+		     const char *reason)
+{
+	(void)type;
+	(void)reason;
+	reconnect_forget(arg, c);
 }
 
 static void event_moved(struct rackd *d, struct conn *c)
@@ -74,7 +83,7 @@ static void event_moved(struct rackd *d, struct conn *c)
 		 endpoint_format(&c->wire_local, l, sizeof(l)),
 		 endpoint_format(&c->wire_remote, w, sizeof(w)));
 	conn_log(c, "reconnected");
-	ctl_event(d->ctl, "reconnect", c, buf);
+	event_post(&d->events, EVENT_RECONNECT, c, buf);
 }
 
 /* Resume C now that its peer knows where it is. */
@@ -101,7 +110,7 @@ static void resume_one(struct rackd *d, struct conn *c)
 static void reconnect_flush(struct timer *t, void *arg)
 {
 	struct rackd *d = arg;
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 	unsigned n = r->naccepted;
 
 	(void)t;
@@ -109,16 +118,16 @@ static void reconnect_flush(struct timer *t, void *arg)
 	if (splice_apply(d, r->accepted, n))
 		return;
 	for (unsigned i = 0; i < n; i++)
-		if (setup_send_numbered(d, r->accepted[i], EDP_RECONNECT_ACK,
+		if (channel_send_numbered(d, r->accepted[i], EDP_RECONNECT_ACK,
 					r->counters[i]) == 0)
-			d->reconnect.stats.sent++;
+			d->reconnect->stats.sent++;
 	for (unsigned i = 0; i < n; i++)
 		resume_one(d, r->accepted[i]);
 }
 
 static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
 {
-	struct reconnect_state *r = &d->reconnect;
+	struct reconnect_state *r = d->reconnect;
 
 	if (r->naccepted == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 64;
@@ -142,17 +151,17 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 	struct endpoint wr = { .addr = p->src, .port = p->sport };
 
 	if (counter <= e->hb_in) {
-		d->reconnect.stats.refused_replay++;
+		d->reconnect->stats.refused_replay++;
 		return NF_DROP;
 	}
 	/* Only the peer's end may move: our port is the socket's own. */
 	if (p->dport != c->local.port ||
 	    p->src.family != c->local.addr.family) {
-		d->reconnect.stats.refused_other++;
+		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
 	e->hb_in = counter;
-	d->reconnect.stats.accepted++;
+	d->reconnect->stats.accepted++;
 	c->confirmed = true;
 	if (c->migration == MIG_AWAY) {
 		/* Restored somewhere (or back where it was): its path is an
@@ -180,11 +189,11 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	struct conn_edp *e = c->edp;
 
 	if (counter > e->hb_out || counter <= e->hb_acked) {
-		d->reconnect.stats.refused_replay++;
+		d->reconnect->stats.refused_replay++;
 		return NF_DROP;
 	}
 	e->hb_acked = counter;
-	d->reconnect.stats.acks_in++;
+	d->reconnect->stats.acks_in++;
 	if (counter > e->rc_base && !c->confirmed) {
 		c->confirmed = true;
 		event_moved(d, c);
@@ -193,22 +202,32 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	return NF_DROP;
 }
 
-uint32_t reconnect_input(struct rackd *d, struct conn *c,
-			 const struct packet *p, const struct edp_msg *m)
+/* A RECONNECT or RECONNECT_ACK for C arriving in segment P. */
+static uint32_t reconnect_input(struct rackd *d, struct conn *c,
+				const struct packet *p,
+				const struct edp_msg *m)
 {
 	struct conn_edp *e = c->edp;
 
 	if (!c->host || !e || !e->keyed) {
-		d->reconnect.stats.refused_other++;
+		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
-	if (!setup_numbered_valid(d, c, m)) {
-		d->reconnect.stats.refused_mac++;
+	if (!channel_numbered_valid(d, c, m)) {
+		d->reconnect->stats.refused_mac++;
 		return NF_DROP;
 	}
 	if (m->type == EDP_RECONNECT)
 		return reconnect_take(d, c, p, m->counter);
 	return reconnect_acked(d, c, m->counter);
+}
+
+int reconnect_handle_messages(struct rackd *d)
+{
+	int ret = channel_handle(d, EDP_RECONNECT, reconnect_input);
+
+	return ret ? ret : channel_handle(d, EDP_RECONNECT_ACK,
+					  reconnect_input);
 }
 
 int reconnect_set_peer(struct rackd *d, struct conn *c,
@@ -256,6 +275,6 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 	live_probe_now(d, path);
 	free(held);
 	free(batch);
-	d->reconnect.stats.manual++;
+	d->reconnect->stats.manual++;
 	return (int)n;
 }

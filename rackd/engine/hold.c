@@ -6,15 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "event.h"
 #include "inject.h"
 #include "liveness.h"
 #include "log.h"
 #include "loop.h"
-#include "rewrite.h"
 #include "rackd.h"
+#include "rewrite.h"
+#include "ruleset.h"
 #include "sockdiag.h"
-#include "state.h"
+#include "splice.h"
 
 #define TCP_OPT_NOP 1
 #define TCP_OPT_TS_LEN 10
@@ -89,7 +90,7 @@ static void hold_ack(struct rackd *d, struct conn *c, uint16_t window)
 static int held_sets(struct rackd *d, struct conn *const *conns, unsigned n,
 		     bool add, char *err, size_t errlen)
 {
-	unsigned before = d->live.held;
+	unsigned before = d->held;
 	unsigned after = add ? before + n : (before >= n ? before - n : 0);
 	bool chains = add ? (before == 0 && after > 0)
 			  : (before > 0 && after == 0);
@@ -97,12 +98,12 @@ static int held_sets(struct rackd *d, struct conn *const *conns, unsigned n,
 
 	if (n == 0)
 		return 0;
-	ret = ruleset_held(d->cfg, conns, n, add, chains, d->splice.mapped > 0,
+	ret = ruleset_held(d->cfg, conns, n, add, chains, d->splice->mapped > 0,
 			   err, errlen);
 	/* A failed release still releases: the holds are gone either way,
 	 * and the chain writers are idempotent. */
 	if (ret == 0 || !add)
-		d->live.held = after;
+		d->held = after;
 	return ret;
 }
 
@@ -115,8 +116,8 @@ static void hold_take(struct rackd *d, struct conn *c)
 	c->state = CONN_SUSPENDED;
 	c->state_since = c->hold->since;
 	c->suspensions++;
-	d->live.stats.suspensions++;
-	ctl_event(d->ctl, "suspend", c, NULL);
+	d->live->stats.suspensions++;
+	event_post(&d->events, EVENT_SUSPEND, c, NULL);
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
 }
 
@@ -133,8 +134,6 @@ void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 	}
 	if (held_sets(d, conns, held, true, err, sizeof(err)))
 		log_warnx("holding %u connection(s): %s", held, err);
-	if (held)
-		state_changed(d);
 }
 
 void hold_restore(struct rackd *d, struct conn *c, uint64_t held_ms)
@@ -151,7 +150,7 @@ void hold_restore(struct rackd *d, struct conn *c, uint64_t held_ms)
 	/* max_suspend counts from the suspension, not from the restart. */
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms > held_ms ?
 		       d->cfg->max_suspend_ms - held_ms : 1);
-	d->live.held++;
+	d->held++;
 }
 
 void hold_free(struct rackd *d, struct conn *c)
@@ -180,7 +179,7 @@ static void wind_back(struct rackd *d, struct conn *c,
 		if (inject_unreachable(d->inject, &c->local, &c->remote,
 				       snd_una))
 			d->edp.send_errors++;
-	d->live.stats.resume_kicks += pr->backoff;
+	d->live->stats.resume_kicks += pr->backoff;
 }
 
 void hold_nudge(struct rackd *d, struct conn *c)
@@ -228,9 +227,8 @@ static void finish_batch(struct rackd *d, struct conn **conns, unsigned n)
 		free(conns[i]->hold);
 		conns[i]->hold = NULL;
 		loop_timer_cancel(d->loop, &conns[i]->expiry);
+		event_post(&d->events, EVENT_SAVED, conns[i], NULL);
 	}
-	if (n)
-		state_changed(d);
 }
 
 void hold_finish(struct rackd *d, struct conn *c)
@@ -249,7 +247,7 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 	 * then the socket reads them, with the window still closed. */
 	if (!h->resuming && c->confirmed) {
 		/* Suspended, yet the peer's segments arrive: resume. */
-		d->live.stats.resumed_by_traffic++;
+		d->live->stats.resumed_by_traffic++;
 		live_heard_path(d, c);
 		if (!c->hold || !c->hold->resuming)
 			return 0;
@@ -269,7 +267,7 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 	memcpy(out, p->data, p->len);
 	out[p->tcp_off + 14] = out[p->tcp_off + 15] = 0;
 	rewrite_fix(out, p->len, p->tcp_off, p);
-	d->live.stats.windows_closed++;
+	d->live->stats.windows_closed++;
 	return (int)p->len;
 }
 
@@ -296,7 +294,7 @@ void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 		 */
 		c->state = CONN_CONNECTED;
 		c->state_since = loop_now();
-		d->live.stats.resumes++;
+		d->live->stats.resumes++;
 		if (h->answered && hold_kick(d, c)) {
 			/* Stays in the sets until the peer acknowledges. */
 			h->resuming = true;
@@ -304,7 +302,7 @@ void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 		} else {
 			conns[done++] = c;	/* done <= i: a slot already read */
 		}
-		ctl_event(d->ctl, "resume", c, NULL);
+		event_post(&d->events, EVENT_RESUME, c, NULL);
 	}
 	if (done)
 		finish_batch(d, conns, done);
@@ -324,7 +322,7 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
 	 * swallow the very ACK the peer is waiting for. */
 	if (h->known && c->confirmed && (p->flags & TCP_FLAG_ACK) &&
 	    (int32_t)(p->ack - h->rcv_nxt) > 0) {
-		d->live.stats.resumed_by_traffic++;
+		d->live->stats.resumed_by_traffic++;
 		live_heard_path(d, c);
 		return NF_ACCEPT;
 	}
@@ -349,7 +347,7 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
 					   ? 0 : 1);
 
 	if ((int32_t)(h->snd_una - bound) > 0) {
-		d->live.stats.hold_clamped++;
+		d->live->stats.hold_clamped++;
 		h->snd_una = bound;
 	}
 	/*
@@ -371,7 +369,7 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
 	 * and waits, without counting towards any timeout. */
 	hold_ack(d, c, 0);
 	h->answered++;
-	d->live.stats.hold_answers++;
+	d->live->stats.hold_answers++;
 	return NF_DROP;
 }
 
@@ -391,8 +389,9 @@ void hold_abort(struct rackd *d, struct conn *c)
 		if (inject_send(d->inject, &rst))
 			d->edp.send_errors++;
 	}
-	d->live.stats.aborted++;
-	ctl_event(d->ctl, "abort", c, "suspended longer than max_suspend");
+	d->live->stats.aborted++;
+	event_post(&d->events, EVENT_ABORT, c,
+		   "suspended longer than max_suspend");
 	log_info("conn %llu: suspended for max_suspend: aborted",
 		 (unsigned long long)c->id);
 	hold_free(d, c);

@@ -185,7 +185,7 @@ int cmd_release(struct rackd *d, const struct proto_msg *req, FILE *out,
 		} else {
 			/* An import whose restore failed. */
 			conn_log(conns[i], "import dropped");
-			track_forget(d, conns[i]);
+			rackd_forget(d, conns[i]);
 		}
 	}
 	if (!ret) {
@@ -238,7 +238,7 @@ int cmd_import(struct rackd *d, const struct proto_msg *req, FILE *out,
 	return 0;
 undo:
 	for (unsigned i = 0; i < n; i++)
-		track_forget(d, conns[i]);
+		rackd_forget(d, conns[i]);
 	free(conns);
 	return ret;
 }

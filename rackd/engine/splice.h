@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "conn.h"
+#include "event.h"
 
 struct rackd;
 
@@ -29,6 +30,10 @@ int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n);
 void splice_keep_local(struct rackd *d, struct conn *c);
 /* C goes away: its map entries and its kept address with it. */
 void splice_forget(struct rackd *d, struct conn *c);
+/* Subscriber (ARG: the rackd): splice_forget() when C closes or goes. */
+#define SPLICE_EVENTS (EVENT_BIT(EVENT_CLOSING) | EVENT_BIT(EVENT_GONE))
+void splice_event(void *arg, enum event_type type, struct conn *c,
+		  const char *reason);
 /* The map entries of every spliced connection, as nft commands: a new
  * table gets them in the transaction that creates it (its chains' rules
  * from ruleset_chains_write()). */

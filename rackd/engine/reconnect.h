@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "event.h"
 #include "option.h"
 #include "packet.h"
 #include "timer.h"
@@ -56,11 +57,15 @@ void reconnect_free(struct rackd *d);
 void reconnect_begin(struct conn *c);
 /* Ask C's peer to follow C to its current wire endpoints. */
 void reconnect_send(struct rackd *d, struct conn *c);
-/* A RECONNECT or RECONNECT_ACK for C arriving in segment P. */
-uint32_t reconnect_input(struct rackd *d, struct conn *c,
-			 const struct packet *p, const struct edp_msg *m);
+/* RECONNECT and RECONNECT_ACK go to reconnection (channel.h); 0 or
+ * -errno. */
+int reconnect_handle_messages(struct rackd *d);
 /* C is going away: forget any pending answer for it. */
 void reconnect_forget(struct rackd *d, struct conn *c);
+/* Subscriber (ARG: the rackd): reconnect_forget() when C closes or goes. */
+#define RECONNECT_EVENTS (EVENT_BIT(EVENT_CLOSING) | EVENT_BIT(EVENT_GONE))
+void reconnect_event(void *arg, enum event_type type, struct conn *c,
+		     const char *reason);
 /*
  * "rackctl peer": C's peer is now at PEER (port included only when
  * WITH_PORT; without it every connection to C's peer host moves). Returns

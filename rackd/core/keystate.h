@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A racks connection's keys and message counters: what set-up (setup.h)
+ * agrees on and every later message is authenticated and numbered with
+ * (channel.h). It hangs off struct conn as c->edp, only while (or once)
+ * the peer is racks.
+ */
+#ifndef RACKS_KEYSTATE_H
+#define RACKS_KEYSTATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "keys.h"
+#include "timer.h"
+
+enum setup_phase {
+	SETUP_WAIT_KEY,		/* client: KEY sent; server: waiting for it */
+	SETUP_WAIT_CONFIRM,	/* server: keyed, waiting for CONFIRM */
+	SETUP_WAIT_DONE,	/* client: CONFIRM sent */
+	SETUP_COMPLETE,
+};
+
+struct conn_edp {
+	struct edp_keypair kp;
+	struct edp_transcript t;
+	uint8_t key[EDP_SECRET_LEN];
+	bool have_peer_key;
+	bool keyed;
+	enum setup_phase phase;
+	uint64_t conn_id;
+	char fingerprint[EDP_FINGERPRINT_STRLEN];
+	struct timer retry;
+	uint32_t retry_ms;
+	uint32_t sent, received;
+	uint64_t setup_ms;	/* time set-up took */
+	uint32_t hb_out;	/* our last heartbeat's counter */
+	uint32_t hb_acked;	/* the last one answered */
+	uint32_t hb_in;		/* the peer's last heartbeat */
+	uint32_t rc_base;	/* hb_out when our endpoints last changed:
+				 * an answer to any later counter confirms */
+	uint64_t started;	/* monotonic ms */
+};
+
+#endif

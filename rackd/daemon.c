@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rackd's life: start-up, reload and shutdown, the signals and the
+ * descriptors the event loop watches. main.c wires the layers together
+ * before daemon_start() and decides when to stop.
+ *
+ * Start-up order: open the privileged resources (NFQUEUE, rtnetlink,
+ * control socket), take over the connections of the state file, install
+ * the ruleset (the queue is bound first so no diverted packet finds it
+ * missing). Shutdown removes the table and the socket, or leaves the
+ * table to the next rackd while it holds or splices connections.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "inject.h"
+#include "liveness.h"
+#include "local.h"
+#include "log.h"
+#include "loop.h"
+#include "notify.h"
+#include "offerset.h"
+#include "queue.h"
+#include "reconnect.h"
+#include "rtnl.h"
+#include "ruleset.h"
+#include "setup.h"
+#include "splice.h"
+#include "state.h"
+#include "track.h"
+
+/* A new table starts with empty sets and maps: the held flows and the
+ * splices of running connections go back in, in the same transaction. */
+static char *state_script(struct rackd *d, const struct config *cfg)
+{
+	char *buf = NULL;
+	size_t len = 0, n = 0;
+	struct conn **held = xcalloc(d->conns.count + 1, sizeof(*held));
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		fatalx(EXIT_NOMEM, "out of memory");
+	for (struct conn *c = d->conns.head; c; c = c->next)
+		if (c->hold)
+			held[n++] = c;
+	if (n || d->splice->mapped)
+		ruleset_chains_write(f, cfg, d->splice->mapped > 0, n > 0);
+	ruleset_held_write(f, held, (unsigned)n, true);
+	splice_write_state(d, f);
+	free(held);
+	if (fclose(f) != 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	return buf;
+}
+
+/* "auto" was resolved at start; a reload does not probe the kernel again. */
+static enum queue_mode reload_mode(const struct rackd *d,
+				   const struct config *cfg)
+{
+	if (cfg->queue_mode != QUEUE_MODE_AUTO)
+		return cfg->queue_mode;
+	return d->queue_mode;
+}
+
+/* The line `systemctl status` shows. */
+const char *daemon_status(const struct rackd *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "queue %u (%s), connections: %zu", d->cfg->queue_num,
+		 config_queue_mode_name(d->queue_mode), d->conns.count);
+	return buf;
+}
+
+static int reload(struct rackd *d, char *err, size_t errlen)
+{
+	struct config *cfg;
+	enum queue_mode used;
+	bool missing, replaced;
+	char *state;
+	int ret;
+
+	ret = config_load(d->config_path, &cfg, &missing, err, errlen);
+	if (ret) {
+		log_warnx("reload refused, keeping the running configuration: %s",
+			  err);
+		return ret;
+	}
+	if (cfg->queue_num != d->cfg->queue_num ||
+	    cfg->queue_maxlen != d->cfg->queue_maxlen) {
+		snprintf(err, errlen, "changing queue or queue_maxlen needs a "
+			 "restart");
+		log_warnx("reload refused: %s", err);
+		config_free(cfg);
+		return -EINVAL;
+	}
+	state = state_script(d, cfg);
+	ret = ruleset_install(cfg, reload_mode(d, cfg), state, &used,
+			      &replaced, err, errlen);
+	if (ret) {
+		char again[256];
+
+		config_free(cfg);
+		free(state);
+		/* The failed transaction may have replaced the table: put the
+		 * running configuration's ruleset back. */
+		state = state_script(d, d->cfg);
+		if (ruleset_install(d->cfg, reload_mode(d, d->cfg), state,
+				    &used, &replaced, again, sizeof(again)))
+			log_warnx("reload failed (%s) and the running ruleset "
+				  "could not be restored: %s", err, again);
+		else
+			log_warnx("reload refused, running ruleset kept: %s",
+				  err);
+		free(state);
+		return ret;
+	}
+	free(state);
+	config_free(d->cfg);
+	d->cfg = cfg;
+	d->queue_mode = used;
+	inject_set_mark(d->inject, cfg->mark);
+	log_set_debug(cfg->debug || d->debug_option);
+	log_info("configuration reloaded from %s%s", d->config_path,
+		 missing ? " (missing: built-in defaults)" : "");
+	return 0;
+}
+
+/* The service manager sees every reload begin and end, refused or not. */
+int daemon_reload(struct rackd *d, char *err, size_t errlen)
+{
+	char status[128];
+	int ret;
+
+	notify_reloading();
+	ret = reload(d, err, errlen);
+	notify_ready(daemon_status(d, status, sizeof(status)));
+	return ret;
+}
+
+static void on_signal(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		char err[256];
+
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			daemon_reload(d, err, sizeof(err));
+			break;
+		case SIGTERM:
+		case SIGINT:
+			log_info("signal %d: shutting down", si.ssi_signo);
+			loop_stop(d->loop);
+			break;
+		}
+	}
+}
+
+static void on_queue(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+
+	(void)events;
+	queue_process(d->queue);
+}
+
+static void on_rtnl(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+
+	(void)events;
+	rtnl_process(d->rtnl);
+}
+
+static void on_link(void *arg, const struct rtnl_link_event *ev)
+{
+	struct rackd *d = arg;
+
+	d->stats.link_events++;
+	live_link_event(d, ev);
+	log_debug("link %s (%u): %s, carrier %s", ev->name, ev->ifindex,
+		  ev->removed ? "removed" : ev->up ? "up" : "down",
+		  ev->carrier ? "on" : "off");
+}
+
+static void on_addr(void *arg, const struct rtnl_addr_event *ev)
+{
+	struct rackd *d = arg;
+	char buf[PREFIX_STRLEN];
+
+	d->stats.addr_events++;
+	live_addr_event(d, ev);
+	log_debug("address %s %s on ifindex %u",
+		  prefix_format(&ev->prefix, buf, sizeof(buf)),
+		  ev->removed ? "removed" : "added", ev->ifindex);
+}
+
+static void on_sweep(struct timer *t, void *arg)
+{
+	struct rackd *d = arg;
+	char status[128];
+
+	track_sweep(d);
+	notify_status(daemon_status(d, status, sizeof(status)));
+	loop_timer_arm(d->loop, t, d->cfg->sweep_interval_ms);
+}
+
+static int open_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+void daemon_start(struct rackd *d)
+{
+	struct rtnl_handlers rh = { on_link, on_addr, d };
+	char err[512], *state;
+	bool replaced;
+	int ret;
+
+	d->loop = loop_new();
+	conn_table_init(&d->conns);
+	d->sigfd = open_signals();
+	if (d->sigfd < 0)
+		fatal(1, "signalfd");
+	loop_add(d->loop, d->sigfd, EPOLLIN, on_signal, d);
+
+	ret = ctl_open(&d->ctl, d, d->sock_path);
+	if (ret == -EADDRINUSE)
+		fatalx(1, "another rackd is already running on %s",
+		       d->sock_path);
+	if (ret)
+		fatalx(1, "control socket %s: %s", d->sock_path,
+		       strerror(-ret));
+
+	ret = queue_open(&d->queue, d->cfg->queue_num, d->cfg->queue_maxlen,
+			 track_packet, d);
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "binding NFQUEUE %u: %s%s", d->cfg->queue_num,
+		       strerror(-ret),
+		       ret == -EBUSY ? " (another program owns this queue)" : "");
+	}
+	loop_add(d->loop, queue_fd(d->queue), EPOLLIN, on_queue, d);
+
+	ret = inject_open(&d->inject, d->cfg->mark);
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "raw sockets: %s", strerror(-ret));
+	}
+	ret = offerset_open(&d->offers);
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "nftables netlink socket: %s", strerror(-ret));
+	}
+	edp_announce_new(d->announcement);
+	keypool_init(&d->keys, d->loop);
+	reconnect_init(d);
+
+	ret = rtnl_open(&d->rtnl, &rh);
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "rtnetlink: %s", strerror(-ret));
+	}
+	loop_add(d->loop, rtnl_fd(d->rtnl), EPOLLIN, on_rtnl, d);
+	/* Which link each local address is on: carrier loss suspends. */
+	if (rtnl_dump_addresses(d->rtnl))
+		log_warn("rtnetlink: dumping addresses");
+
+	/* Connections of a previous rackd: their splices and holds go into
+	 * the new table's first transaction, which also replaces the old
+	 * table that kept rewriting and holding them meanwhile. */
+	state_init(d, d->state->path);
+	state_load(d);
+	state = d->conns.count ? state_script(d, d->cfg) : NULL;
+	ret = ruleset_install(d->cfg, d->cfg->queue_mode, state, &d->queue_mode,
+			      &replaced, err, sizeof(err));
+	free(state);
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(ret == -ENOTSUP ? EXIT_KERNEL : 1, "ruleset: %s", err);
+	}
+	d->table_installed = true;
+	if (replaced)
+		log_info("replaced a stale table inet %s from an earlier run",
+			 RULESET_TABLE);
+	log_info("rackd %s: table inet %s installed, queue %u (%s), "
+		 "control socket %s", RACKD_VERSION, RULESET_TABLE,
+		 d->cfg->queue_num, config_queue_mode_name(d->queue_mode),
+		 d->sock_path);
+
+	timer_init(&d->sweep_timer, on_sweep, d);
+	loop_timer_arm(d->loop, &d->sweep_timer, d->cfg->sweep_interval_ms);
+	d->started = time(NULL);
+	d->started_mono = loop_now();
+}
+
+/*
+ * Spliced and held connections need the table while no rackd runs: their
+ * segments are rewritten and held there (the queue is bypassed). So with
+ * such connections written to the state file, the table stays for the
+ * next rackd, which takes it over; otherwise it goes.
+ */
+static bool hand_over(struct rackd *d)
+{
+	if (!d->state->path || state_write(d))
+		return false;
+	if (!d->splice->mapped && !d->held)
+		return false;
+	log_info("table inet %s left in place for %u spliced and %u held "
+		 "connection(s): the next rackd takes them over from %s",
+		 RULESET_TABLE, d->splice->mapped, d->held, d->state->path);
+	return true;
+}
+
+void daemon_stop(struct rackd *d)
+{
+	char err[256];
+	bool handed_over;
+
+	notify_stopping();
+	handed_over = hand_over(d);
+	if (d->table_installed && !handed_over &&
+	    ruleset_remove(err, sizeof(err)))
+		log_warnx("removing table inet %s: %s", RULESET_TABLE, err);
+	ctl_close(d->ctl);
+	rtnl_close(d->rtnl);
+	queue_close(d->queue);
+	loop_timer_cancel(d->loop, &d->sweep_timer);
+	for (struct conn *c = d->conns.head; c; c = c->next) {
+		/* The table is gone already: no set to update. */
+		free(c->hold);
+		c->hold = NULL;
+		live_detach(d, c);
+		/* Keys live only in memory, and are wiped before it is freed. */
+		setup_free(d, c);
+		loop_timer_cancel(d->loop, &c->expiry);
+	}
+	conn_table_free(&d->conns, NULL);
+	inject_close(d->inject);
+	offerset_close(d->offers);
+	keypool_wipe(&d->keys);
+	live_free(d);
+	reconnect_free(d);
+	/* Kept addresses go with the table, or stay with it. */
+	if (handed_over)
+		local_leave(d->local);
+	else
+		local_free(d->local);
+	state_free(d);
+	close(d->sigfd);
+	loop_free(d->loop);
+	config_free(d->cfg);
+	log_info("stopped");
+}

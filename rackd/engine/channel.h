@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * racks' message channel: every message between two rackds is a
+ * zero-length segment of its connection carrying only racks' option,
+ * with exactly the connection's first sequence numbers. The channel
+ * sends them, numbers and authenticates the ones that follow set-up
+ * (heartbeats, reconnections, migration), and checks what arrives before
+ * handing it to the module that registered its type: it knows none of
+ * them. Which module handles which type is main.c's business (each
+ * module's *_handle_messages()).
+ */
+#ifndef RACKS_CHANNEL_H
+#define RACKS_CHANNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "option.h"
+#include "packet.h"
+
+struct rackd;
+
+/* A message M for C (keyed or being set up), carried by segment P;
+ * returns the verdict for P. */
+typedef uint32_t (*channel_fn)(struct rackd *d, struct conn *c,
+			       const struct packet *p,
+			       const struct edp_msg *m);
+
+struct channel {
+	channel_fn handlers[EDP_TYPE_MAX];
+};
+
+/* Messages of TYPE go to FN from now on; -EINVAL for a type that is
+ * not a message (SYN, SYN-ACK), -EEXIST if it has a handler already. */
+int channel_handle(struct rackd *d, uint8_t type, channel_fn fn);
+/* A message for C (NULL when no connection matches), carried by P;
+ * returns the verdict for P. */
+uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
+		       const struct edp_msg *m);
+/* Send M as a zero-length segment of C carrying only racks' option;
+ * returns 0 or -errno. */
+int channel_send(struct rackd *d, const struct conn *c,
+		 const struct edp_msg *m);
+/* A numbered message (heartbeat, reconnection, migration) of TYPE with
+ * COUNTER, its MAC under C's key; returns 0 or -errno. */
+int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
+			  uint32_t counter);
+/* Whether M's MAC proves that C's peer sent it (counted when not). */
+bool channel_numbered_valid(struct rackd *d, struct conn *c,
+			    const struct edp_msg *m);
+
+#endif

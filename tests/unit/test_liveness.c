@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Liveness alone: its source linked with fake kernel I/O (fake.h), a
+ * stubbed channel, splice and kept addresses, and path ops that record
+ * what a path's news would make hold, reconnect and migrate do. Covers
+ * what the namespace tests reach only after seconds: a path silent until
+ * suspended, heard and resumed, replays and forgeries ignored, a link
+ * without carrier, a parked path.
+ */
+#include "../../rackd/engine/liveness.c"
+
+#include <errno.h>
+#include <string.h>
+
+#include "fake.h"
+#include "unit.h"
+
+/* ---- the channel, splice and kept addresses, stubbed ---- */
+
+static channel_fn handlers[EDP_TYPE_MAX];
+static bool mac_valid = true;
+struct sent_msg {
+	struct conn *c;
+	uint8_t type;
+	uint32_t counter;
+};
+static struct sent_msg msgs[FAKE_MAX];
+static unsigned nmsgs;
+
+int channel_handle(struct rackd *d, uint8_t type, channel_fn fn)
+{
+	(void)d;
+	handlers[type] = fn;
+	return 0;
+}
+
+bool channel_numbered_valid(struct rackd *d, struct conn *c,
+			    const struct edp_msg *m)
+{
+	(void)d, (void)c, (void)m;
+	return mac_valid;
+}
+
+int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
+			  uint32_t counter)
+{
+	(void)d;
+	if (nmsgs < FAKE_MAX)
+		msgs[nmsgs++] = (struct sent_msg){ c, type, counter };
+	return 0;
+}
+
+bool local_is_kept(const struct local_state *s, const struct addr *addr)
+{
+	(void)s, (void)addr;
+	return false;
+}
+
+/* No route change: the path's own local address stays the way out. */
+int local_source(const struct addr *dst, struct addr *src)
+{
+	(void)dst, (void)src;
+	return -ENETUNREACH;
+}
+
+int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n)
+{
+	(void)d, (void)conns, (void)n;
+	return 0;
+}
+
+static unsigned kept_locals;
+
+void splice_keep_local(struct rackd *d, struct conn *c)
+{
+	(void)d, (void)c;
+	kept_locals++;
+}
+
+/* ---- path ops that record ---- */
+
+static unsigned downs, ups, parked_ticks, reconnects, moves, unholds;
+static struct conn *last_down, *last_up;
+
+static void op_down(struct rackd *d, struct conn **conns, unsigned n)
+{
+	(void)d;
+	downs += n;
+	if (n)
+		last_down = conns[0];
+	for (unsigned i = 0; i < n; i++)
+		conns[i]->state = CONN_SUSPENDED;
+}
+
+static void op_up(struct rackd *d, struct conn **conns, unsigned n)
+{
+	(void)d;
+	ups += n;
+	if (n)
+		last_up = conns[0];
+	for (unsigned i = 0; i < n; i++)
+		conns[i]->state = CONN_CONNECTED;
+}
+
+static void op_parked(struct rackd *d, struct live_peer *p)
+{
+	(void)d, (void)p;
+	parked_ticks++;
+}
+
+static void op_reconnect(struct rackd *d, struct conn *c)
+{
+	(void)d, (void)c;
+	reconnects++;
+}
+
+static void op_moving(struct conn *c)
+{
+	(void)c;
+	moves++;
+}
+
+static void op_held_again(struct rackd *d, struct conn *c, uint64_t held_ms)
+{
+	(void)d, (void)c, (void)held_ms;
+}
+
+static void op_unhold(struct rackd *d, struct conn *c)
+{
+	(void)d, (void)c;
+	unholds++;
+}
+
+static const struct live_ops ops = {
+	.path_down = op_down,
+	.path_up = op_up,
+	.parked_tick = op_parked,
+	.reconnect = op_reconnect,
+	.moving = op_moving,
+	.held_again = op_held_again,
+	.unhold = op_unhold,
+};
+
+static struct rackd d;
+
+static struct conn *setup(void)
+{
+	struct conn *c;
+
+	fake_rackd(&d);
+	live_set_ops(&d, &ops);
+	memset(handlers, 0, sizeof(handlers));
+	CHECK_EQ_INT(live_handle_messages(&d), 0);
+	mac_valid = true;
+	nmsgs = downs = ups = parked_ticks = reconnects = moves = unholds = 0;
+	kept_locals = 0;
+	last_down = last_up = NULL;
+	c = fake_conn(&d, "10.0.0.1:40000", "10.0.0.2:22", true);
+	event_subscribe(&d.events, LIVE_EVENTS, live_event, &d);
+	event_post(&d.events, EVENT_CONNECTED, c, NULL);
+	return c;
+}
+
+static void teardown(void)
+{
+	for (struct conn *c = d.conns.head; c; c = c->next)
+		live_detach(&d, c);
+	live_free(&d);
+	fake_rackd_free(&d);
+}
+
+static unsigned sent_of(uint8_t type)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nmsgs; i++)
+		n += msgs[i].type == type;
+	return n;
+}
+
+/* A numbered message from the peer, through the handler liveness
+ * registered with the channel. */
+static uint32_t deliver(struct conn *c, uint8_t type, uint32_t counter)
+{
+	struct edp_msg m = { .version = EDP_VERSION, .type = type,
+			     .conn_id = c->edp->conn_id, .counter = counter };
+	struct packet p = { 0 };
+
+	return handlers[type](&d, c, &p, &m);
+}
+
+TEST(test_registers_heartbeats)
+{
+	setup();
+	CHECK(handlers[EDP_HEARTBEAT] != NULL);
+	CHECK(handlers[EDP_HEARTBEAT_ACK] != NULL);
+	CHECK(handlers[EDP_RECONNECT] == NULL);
+	teardown();
+}
+
+TEST(test_silent_path_is_suspended)
+{
+	struct conn *c = setup();
+
+	CHECK(c->host != NULL);
+	/* suspend_after is 5 s: heartbeats every third of it, unanswered. */
+	fake_advance(d.cfg->suspend_after_ms - 1);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 3);
+	CHECK_EQ_INT(downs, 0);
+	CHECK(!c->host->suspended);
+	fake_advance(1);
+	CHECK_EQ_INT(downs, 1);
+	CHECK(last_down == c);
+	CHECK(c->host->suspended);
+	CHECK_EQ_INT(live_suspended_count(&d), 1);
+	teardown();
+}
+
+TEST(test_answered_path_stays_up)
+{
+	struct conn *c = setup();
+
+	for (int i = 0; i < 20; i++) {
+		fake_advance(1000);
+		/* The peer answers every heartbeat. */
+		if (c->edp->hb_out > c->edp->hb_acked)
+			CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT_ACK,
+					     c->edp->hb_out), NF_DROP);
+	}
+	CHECK_EQ_INT(downs, 0);
+	CHECK(sent_of(EDP_HEARTBEAT) >= 6);
+	CHECK_EQ_INT(d.live->stats.heartbeat_acks_in, sent_of(EDP_HEARTBEAT));
+	teardown();
+}
+
+TEST(test_heard_path_resumes)
+{
+	struct conn *c = setup();
+
+	fake_advance(d.cfg->suspend_after_ms);
+	CHECK_EQ_INT(downs, 1);
+	/* Suspended: tried every retry_interval. */
+	nmsgs = 0;
+	fake_advance(3 * d.cfg->retry_interval_ms);
+	CHECK(sent_of(EDP_HEARTBEAT) >= 3);
+	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out), NF_DROP);
+	CHECK_EQ_INT(ups, 1);
+	CHECK(last_up == c);
+	CHECK(!c->host->suspended);
+	CHECK_EQ_INT(live_suspended_count(&d), 0);
+	teardown();
+}
+
+TEST(test_peer_heartbeat_answered_and_resumes)
+{
+	struct conn *c = setup();
+
+	fake_advance(d.cfg->suspend_after_ms);
+	CHECK_EQ_INT(downs, 1);
+	nmsgs = 0;
+	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT, 7), NF_DROP);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT_ACK), 1);
+	CHECK_EQ_INT(msgs[0].counter, 7);
+	CHECK_EQ_INT(c->edp->hb_in, 7);
+	CHECK_EQ_INT(ups, 1);
+	teardown();
+}
+
+TEST(test_replays_and_forgeries_ignored)
+{
+	struct conn *c = setup();
+
+	fake_advance(d.cfg->suspend_after_ms);
+	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT, 7), NF_DROP);
+	CHECK_EQ_INT(ups, 1);
+	fake_advance(d.cfg->suspend_after_ms + 1);
+	CHECK_EQ_INT(downs, 2);
+	nmsgs = 0;
+	/* The same heartbeat again, an answer to one never sent, an answer
+	 * under the wrong key: the path stays suspended, nothing answered. */
+	deliver(c, EDP_HEARTBEAT, 7);
+	deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out + 1);
+	mac_valid = false;
+	deliver(c, EDP_HEARTBEAT, 8);
+	CHECK_EQ_INT(d.live->stats.replayed, 2);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT_ACK), 0);
+	CHECK_EQ_INT(ups, 1);
+	CHECK(c->host->suspended);
+	teardown();
+}
+
+TEST(test_moved_connection_reconnects_on_resume)
+{
+	struct conn *c = setup();
+
+	fake_advance(d.cfg->suspend_after_ms);
+	/* Its endpoints changed while the path was down: the peer must
+	 * learn them before it is resumed. */
+	c->confirmed = false;
+	reconnects = 0;
+	deliver(c, EDP_HEARTBEAT, 3);
+	CHECK_EQ_INT(ups, 0);
+	CHECK(reconnects >= 1);
+	/* On a working path, asked again until the peer answers. */
+	reconnects = 0;
+	fake_advance(2000);
+	CHECK(reconnects >= 4);
+	teardown();
+}
+
+TEST(test_link_without_carrier_suspends_at_once)
+{
+	struct conn *c = setup();
+	struct rtnl_addr_event a = { .ifindex = 3 };
+	struct rtnl_link_event down = { .ifindex = 3, .name = "veth0",
+					.up = true, .carrier = false };
+	struct rtnl_link_event up = down;
+
+	a.prefix.addr = c->local.addr;
+	a.prefix.len = 24;
+	live_addr_event(&d, &a);
+	live_link_event(&d, &down);
+	CHECK_EQ_INT(downs, 1);
+	CHECK_EQ_INT(d.live->stats.link_suspensions, 1);
+	/* Nothing is sent from a link without carrier. */
+	nmsgs = 0;
+	fake_advance(3000);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 0);
+	/* Its return is tried at once. */
+	up.carrier = true;
+	live_link_event(&d, &up);
+	fake_advance(0);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 1);
+	teardown();
+}
+
+TEST(test_removed_address_suspends_and_keeps_it)
+{
+	struct conn *c = setup();
+	struct rtnl_addr_event a = { .ifindex = 3 };
+
+	a.prefix.addr = c->local.addr;
+	a.prefix.len = 24;
+	live_addr_event(&d, &a);
+	a.removed = true;
+	live_addr_event(&d, &a);
+	CHECK_EQ_INT(downs, 1);
+	CHECK_EQ_INT(kept_locals, 1);
+	CHECK_EQ_INT(d.live->stats.addr_suspensions, 1);
+	teardown();
+}
+
+TEST(test_parked_path_ticks_for_migration)
+{
+	struct conn *c;
+
+	setup();
+	c = fake_conn(&d, "10.0.0.1:40001", "10.0.0.2:22", true);
+	c->migration = MIG_AWAY;
+	event_post(&d.events, EVENT_CONNECTED, c, NULL);
+	CHECK(c->host->parked);
+	nmsgs = 0;
+	fake_advance(10000);
+	CHECK(parked_ticks >= 1);
+	/* Its own connection's heartbeats only: none on the parked path. */
+	for (unsigned i = 0; i < nmsgs; i++)
+		CHECK(msgs[i].c != c);
+	/* Heard or not, a parked path is resumed by its own step only. */
+	deliver(c, EDP_HEARTBEAT, 5);
+	CHECK(c->host->suspended);
+	teardown();
+}
+
+TEST(test_gone_connection_leaves_its_path)
+{
+	struct conn *c = setup();
+
+	c->hold = NULL;
+	event_post(&d.events, EVENT_GONE, c, NULL);
+	CHECK(c->host == NULL);
+	CHECK(d.live->peers == NULL);
+	/* Held when it goes: its hold goes with it. */
+	event_post(&d.events, EVENT_CONNECTED, c, NULL);
+	fake_advance(d.cfg->suspend_after_ms);
+	c->hold = (struct conn_hold *)&d;	/* only tested for NULL */
+	event_post(&d.events, EVENT_CLOSING, c, NULL);
+	CHECK_EQ_INT(unholds, 1);
+	c->hold = NULL;
+	teardown();
+}
+
+static const struct unit_test tests[] = {
+	UNIT(test_registers_heartbeats),
+	UNIT(test_silent_path_is_suspended),
+	UNIT(test_answered_path_stays_up),
+	UNIT(test_heard_path_resumes),
+	UNIT(test_peer_heartbeat_answered_and_resumes),
+	UNIT(test_replays_and_forgeries_ignored),
+	UNIT(test_moved_connection_reconnects_on_resume),
+	UNIT(test_link_without_carrier_suspends_at_once),
+	UNIT(test_removed_address_suspends_and_keeps_it),
+	UNIT(test_parked_path_ticks_for_migration),
+	UNIT(test_gone_connection_leaves_its_path),
+};
+
+UNIT_MAIN("liveness", tests)
