@@ -60,6 +60,15 @@ def check_transfer(server, client, size, timeout=90):
     return racks.check_both_ways(server, client, size, timeout)
 
 
+def wait_hold_over(rackd, timeout, **ports):
+    """Wait until the connection's hold is over (rackctl show: hold none).
+    A resumed socket with data in flight keeps its window closed, and its
+    segments cross rackd, until the peer acknowledges its retransmission:
+    after a long backoff that is one retransmission timeout away."""
+    testbed.wait_until(lambda: conn_of(rackd, **ports)["hold"] == "none",
+                       timeout, lambda: f"hold over: {conn_of(rackd, **ports)}")
+
+
 def wait_connected_at(rackd, wire_key, addr, timeout, **ports):
     """Wait until the connection is connected with its wire endpoint
     wire_key ('wire_local' / 'wire_remote') at addr; returns it."""
@@ -110,6 +119,8 @@ def test_end_moves_during_a_cut(topo, family, mover):
     assert old in lo_addresses(topo.ns(mover))
     # The rewriting rules exist while something is spliced, and only then.
     assert has_rules(topo.a, "splice_out") and has_rules(topo.b, "prerouting")
+    wait_hold_over(mover_rackd, 10, **ports)
+    wait_hold_over(other, 10, **other_ports)
     before = [ra.status(), rb.status()]
     check_transfer(server, client, size)
     # Once resumed, the spliced data never went through rackd.

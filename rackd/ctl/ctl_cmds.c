@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ctl_migrate.h"
+#include "hold.h"
 #include "liveness.h"
 #include "local.h"
 #include "loop.h"
@@ -282,6 +283,8 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 		put_u64(out, "setup_ms", c->edp->setup_ms);
 	/* "kernel": nft maps rewrite it, its data never reaches rackd. */
 	proto_put(out, "splice", "%s", c->mapped ? "kernel" : "none");
+	/* Until "none" after a resumption, its segments still cross rackd. */
+	proto_put(out, "hold", "%s", hold_phase(c));
 	if (c->host)
 		put_bool(out, "peer_confirmed", c->confirmed);
 	if (c->reconnected) {

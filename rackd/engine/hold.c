@@ -398,3 +398,10 @@ void hold_abort(struct rackd *d, struct conn *c)
 	c->state = CONN_RELEASED;
 	c->state_since = loop_now();
 }
+
+const char *hold_phase(const struct conn *c)
+{
+	if (!c->hold)
+		return "none";
+	return c->hold->resuming ? "resuming" : "held";
+}

@@ -34,6 +34,11 @@ struct conn_hold {
 
 struct rackd;
 
+/* "none", "held" (suspended: its segments are answered here), or
+ * "resuming" (the peer is back, its window stays closed until it
+ * acknowledges our retransmission): for rackctl show. */
+const char *hold_phase(const struct conn *c);
+
 /* Suspend connections: hold their sockets (one nft transaction). */
 void hold_begin(struct rackd *d, struct conn **conns, unsigned n);
 /* C, taken over suspended from a state file, held again (suspended for
