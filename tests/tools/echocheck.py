@@ -35,6 +35,17 @@ import sys
 import threading
 import time
 
+# print() writes a line's text and its newline separately: the servers'
+# threads would interleave them ('{...}{...}' then two newlines).
+_OUT = threading.Lock()
+
+
+def say(line):
+    with _OUT:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
 CHUNK = 4096
 
 
@@ -85,7 +96,7 @@ def serve_one(conn):
         report["error"] = str(exc)
     finally:
         conn.close()
-    print(json.dumps(report), flush=True)
+    say(json.dumps(report))
 
 
 def server(args):
