@@ -590,3 +590,58 @@ def test_no_key_material_in_logs_or_cli_output(topo):
     assert len(sa["conn_id"]) == len(sa["key_fingerprint"]) == 16
     client.result()
     server.results()
+
+
+# --- why a connection is not managed (never silent) ---------------------------
+
+MIDDLEBOXES = {
+    # R drops the first SYN of every flow, as a lossy path or a box that
+    # drops SYNs with unknown options would.
+    "drop_first_syn": """table inet mbox {
+    set seen { type ipv4_addr . inet_service; flags timeout; }
+    chain pass {
+        type filter hook forward priority 0; policy accept;
+        tcp flags & (syn|ack) == syn ip saddr . tcp sport @seen accept
+        tcp flags & (syn|ack) == syn add @seen { ip saddr . tcp sport timeout 60s } counter drop
+    }
+}
+""",
+    # R strips racks' option from SYNs (it becomes NOPs).
+    "strip_option": """table inet mbox {
+    chain pass {
+        type filter hook forward priority 0; policy accept;
+        tcp flags & (syn|ack) == syn tcp option 254 exists counter reset tcp option 254
+    }
+}
+""",
+}
+
+
+@pytest.mark.parametrize("box,why", [("drop_first_syn", "syn_retransmitted"),
+                                     ("strip_option", "plain_answer")])
+def test_unmanaged_connection_says_why(topo, box, why):
+    """Through a middlebox that defeats the offer, the connection opens
+    as plain TCP and A's rackd says why it does not protect it (rackctl
+    list --json and show: unmanaged); the middlebox really acted (its
+    counter), and the data arrives intact."""
+    testbed.nft_file(topo.r, MIDDLEBOXES[box])
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    size = 2 * MB
+    server = start_xfer_server(topo.b, PORT, send=size)
+    client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, size,
+                               recv=True, rate=1 * MB, announce=True)
+    client.connected()
+    conns = testbed.wait_until(
+        lambda: [c for c in ra.connections() if c["state"] == "released"],
+        5, lambda: f"a released connection: {ra.connections()}")
+    assert conns[0]["peer"] == "none" and conns[0]["unmanaged"] == why, conns
+    shown = ra.ctl_json("show", str(conns[0]["id"]))
+    assert shown["unmanaged"] == why, shown
+    # B never managed it: its SYN arrived without (usable) racks' option.
+    assert all(c["state"] != "connected" for c in rb.connections())
+    counted = testbed.nft(topo.r, "list chain inet mbox pass")
+    assert "counter packets 0 " not in counted and "counter packets" in counted, counted
+    report = client.result(60)
+    srv = server.results()[0]
+    assert report["recv_sha256"] == srv["sent_sha256"]
+    assert report["sent_sha256"] == srv["recv_sha256"]

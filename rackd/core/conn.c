@@ -296,6 +296,21 @@ const char *conn_peer_name(enum conn_peer peer)
 	return (unsigned)peer < 3 ? names[peer] : "?";
 }
 
+const char *conn_unmanaged_name(enum conn_unmanaged why)
+{
+	static const char *const names[] = {
+		[UNMANAGED_PLAIN_ANSWER] = "plain_answer",
+		[UNMANAGED_SYN_RETRANSMITTED] = "syn_retransmitted",
+		[UNMANAGED_NO_OPTION_ROOM] = "no_option_room",
+		[UNMANAGED_BAD_OFFER] = "bad_offer",
+		[UNMANAGED_OFFER_FAILED] = "offer_failed",
+		[UNMANAGED_SETUP_TIMEOUT] = "setup_timeout",
+	};
+
+	return (unsigned)why < sizeof(names) / sizeof(names[0]) ?
+		names[why] : NULL;
+}
+
 const char *conn_dir_name(enum conn_dir dir)
 {
 	return dir == CONN_OUTGOING ? "outgoing" : "incoming";

@@ -65,6 +65,22 @@ struct conn_negotiated {
 	uint16_t local_mss, remote_mss;
 };
 
+/* Why a connection racks saw is not managed: never silent (rackctl list
+ * --json and show give it as "unmanaged"). */
+enum conn_unmanaged {
+	UNMANAGED_NO,		/* managed, or not decided yet */
+	UNMANAGED_PLAIN_ANSWER,	/* our offer was answered without racks: a
+				 * plain peer, or the option was stripped */
+	UNMANAGED_SYN_RETRANSMITTED,	/* the offering SYN went unanswered
+				 * (lost, or dropped for its option); the
+				 * kernel's retransmission, plain by design,
+				 * opened the connection */
+	UNMANAGED_NO_OPTION_ROOM,	/* the SYN or SYN-ACK had no room */
+	UNMANAGED_BAD_OFFER,	/* the peer's SYN carried an unusable option */
+	UNMANAGED_OFFER_FAILED,	/* our SYN-ACK could not be diverted */
+	UNMANAGED_SETUP_TIMEOUT,	/* the key agreement did not complete */
+};
+
 struct conn_table;
 
 struct conn {
@@ -84,6 +100,7 @@ struct conn {
 	enum conn_peer peer;
 	bool offered;		/* our SYN / the peer's SYN carried racks' option */
 	uint8_t syns;		/* SYNs seen: only the first carries the option */
+	enum conn_unmanaged unmanaged;	/* why it was released */
 	uint64_t state_since;	/* monotonic ms */
 	struct conn_edp *edp;	/* only while / once the peer is racks */
 	struct live_peer *host;	/* the path it shares heartbeats with */
@@ -169,6 +186,8 @@ const char *conn_migration_name(enum conn_migration m);
 void conn_log(const struct conn *c, const char *what);
 const char *conn_state_name(enum conn_state state);
 const char *conn_peer_name(enum conn_peer peer);
+/* NULL for UNMANAGED_NO. */
+const char *conn_unmanaged_name(enum conn_unmanaged why);
 const char *conn_dir_name(enum conn_dir dir);
 const char *conn_tcp_state_name(uint8_t tcp_state);
 

@@ -197,6 +197,10 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	/* Where its segments travel now; the socket's endpoints above. */
 	put_endpoint(out, "wire_local", &c->wire_local);
 	put_endpoint(out, "wire_remote", &c->wire_remote);
+	/* Never silent: why racks does not protect it. */
+	if (conn_unmanaged_name(c->unmanaged))
+		proto_put(out, "unmanaged", "%s",
+			  conn_unmanaged_name(c->unmanaged));
 	(void)d;
 }
 

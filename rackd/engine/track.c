@@ -38,6 +38,7 @@ static void track_expire(struct timer *t, void *arg)
 	(void)t;
 	if (c->state == CONN_SETUP) {
 		d->edp.setup_failed++;
+		c->unmanaged = UNMANAGED_SETUP_TIMEOUT;
 		setup_release(d, c, "set-up timed out: released");
 		return;
 	}
@@ -207,6 +208,7 @@ static void conn_restart(struct rackd *d, struct conn *c, enum conn_dir dir)
 	c->peer = PEER_UNKNOWN;
 	c->offered = false;
 	c->syns = 0;
+	c->unmanaged = UNMANAGED_NO;
 	memset(&c->lend, 0, sizeof(c->lend));
 	memset(&c->rend, 0, sizeof(c->rend));
 	c->created = time(NULL);
@@ -214,8 +216,12 @@ static void conn_restart(struct rackd *d, struct conn *c, enum conn_dir dir)
 	d->stats.conns_total++;
 }
 
-static void release_plain(struct rackd *d, struct conn *c)
+/* Released as plain: WHY is kept unless an earlier cause was found. */
+static void release_plain(struct rackd *d, struct conn *c,
+			  enum conn_unmanaged why)
 {
+	if (c->unmanaged == UNMANAGED_NO)
+		c->unmanaged = why;
 	setup_release(d, c, "plain peer: released");
 }
 
@@ -241,6 +247,7 @@ static void track_syn(struct rackd *d, struct queue *q,
 {
 	enum conn_dir dir = outbound ? CONN_OUTGOING : CONN_INCOMING;
 	struct conn *c = lookup(d, p, outbound);
+	bool usable;
 
 	d->stats.syn++;
 	if (c && c->dir == dir && syn_end(c)->isn == p->seq) {
@@ -279,19 +286,22 @@ static void track_syn(struct rackd *d, struct queue *q,
 			return;
 		}
 		d->edp.syn_no_room++;
+		c->unmanaged = UNMANAGED_NO_OPTION_ROOM;
 		goto accept;
 	}
 	/* Only SYNs with racks' option are diverted here. Its SYN-ACK must
 	 * reach us too: the flow joins the offered set before the kernel
 	 * sees the SYN and answers it. */
-	c->offered = racks_option(d, p, EDP_SYN) && offer_synack(d, c);
+	usable = racks_option(d, p, EDP_SYN);
+	c->offered = usable && offer_synack(d, c);
 	if (p->opt.racks_len)
 		verdict_stripped(d, q, qp, p);
 	else
 		queue_verdict(q, qp->id, NF_ACCEPT);
 	/* No SYN-ACK of ours will be diverted: nothing more to decide. */
 	if (!c->offered)
-		release_plain(d, c);
+		release_plain(d, c, usable ? UNMANAGED_OFFER_FAILED
+					   : UNMANAGED_BAD_OFFER);
 	return;
 accept:
 	queue_verdict(q, qp->id, NF_ACCEPT);
@@ -336,7 +346,8 @@ static void track_synack(struct rackd *d, struct queue *q,
 		}
 		if (c->offered)
 			d->edp.synack_no_room++;
-		release_plain(d, c);
+		release_plain(d, c, c->offered ? UNMANAGED_NO_OPTION_ROOM
+					       : UNMANAGED_BAD_OFFER);
 		queue_verdict(q, qp->id, NF_ACCEPT);
 		return;
 	}
@@ -348,7 +359,10 @@ static void track_synack(struct rackd *d, struct queue *q,
 		setup_begin(d, c);
 		return;
 	}
-	release_plain(d, c);
+	/* Only the first SYN offered: a SYN-ACK without racks after a
+	 * retransmission most likely answers the plain one. */
+	release_plain(d, c, c->syns > 1 ? UNMANAGED_SYN_RETRANSMITTED
+					: UNMANAGED_PLAIN_ANSWER);
 	if (p->opt.racks_len)
 		verdict_stripped(d, q, qp, p);
 	else
