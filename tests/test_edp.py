@@ -166,7 +166,9 @@ def test_plain_peer_sees_an_ordinary_connection(topo, tmp_path, racks_side):
     st = rackd.status()
     assert st["edp_msgs_out"] == 0 and st["edp_setup_started"] == 0
     if racks_side == "client":
-        assert [c["peer"] for c in rackd.connections()] in ([], ["none"])
+        conns = rackd.connections()
+        assert [c["peer"] for c in conns] in ([], ["none"])
+        assert [c["unmanaged"] for c in conns] in ([], ["plain_answer"]), conns
         assert st["edp_released"] == 1
     else:
         # A plain client's handshake never left B's kernel: no SYN without
