@@ -98,6 +98,9 @@ def test_end_moves_during_a_cut(topo, family, mover):
     topo.cut(mover)
     for rackd in (ra, rb):
         racks.wait_states(rackd, "suspended", 5)
+    # Suspended: each rackd answers for its peer (rackctl show: hold).
+    assert conn_of(ra, remote_port=PORT)["hold"] == "held"
+    assert conn_of(rb, local_port=PORT)["hold"] == "held"
     new = topo.move_to_new_subnet(mover, family, new=subnet)
     time.sleep(2)
     topo.restore(mover)

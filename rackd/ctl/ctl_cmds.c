@@ -183,6 +183,8 @@ static void put_endpoint(FILE *out, const char *key, const struct endpoint *e)
 
 static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 {
+	const char *unmanaged = conn_unmanaged_name(c->unmanaged);
+
 	proto_put(out, "id", "%" PRIu64, c->id);
 	proto_put(out, "state", "%s", conn_state_name(c->state));
 	proto_put(out, "direction", "%s", conn_dir_name(c->dir));
@@ -198,9 +200,8 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	put_endpoint(out, "wire_local", &c->wire_local);
 	put_endpoint(out, "wire_remote", &c->wire_remote);
 	/* Never silent: why racks does not protect it. */
-	if (conn_unmanaged_name(c->unmanaged))
-		proto_put(out, "unmanaged", "%s",
-			  conn_unmanaged_name(c->unmanaged));
+	if (unmanaged)
+		proto_put(out, "unmanaged", "%s", unmanaged);
 	(void)d;
 }
 

@@ -324,6 +324,7 @@ def start_ready(topo, hosts, tries=2, timeout=30, say=print, **kwargs):
     and mpirun then waits silently (NOTES.md section 8). A job that starts
     is never repeated. Returns (job, {rank: pid}); the job to kill() in a
     finally, as with start(). say() reports each retry."""
+    impl = kwargs.get("impl", "openmpi")
     for attempt in range(1, tries + 1):
         job = start(topo, hosts, **kwargs)
         try:
@@ -331,14 +332,10 @@ def start_ready(topo, hosts, tries=2, timeout=30, say=print, **kwargs):
         except MpiError as e:
             job.kill()
             if attempt == tries:
-                raise MpiError(f"{impl_of(kwargs)} job: ranks never all ready "
+                raise MpiError(f"{impl} job: ranks never all ready "
                                f"in {tries} starts; last: {e}") from None
-            say(f"mpijob: {impl_of(kwargs)} job not ready ({e}); killed and "
+            say(f"mpijob: {impl} job not ready ({e}); killed and "
                 f"started once more (start {attempt + 1} of {tries})")
-
-
-def impl_of(kwargs):
-    return kwargs.get("impl", "openmpi")
 
 
 def start(topo, hosts, seconds=30, impl="openmpi", launcher="r", args=(),
