@@ -58,7 +58,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
 obj = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 
 .PHONY: all deps install uninstall clean check check-unit check-integration \
-	check-slow check-fresh asan fuzz demo bench-tools bench deb
+	check-slow check-fresh asan fuzz demo bench-tools bench deb test-tools
 all: $(BUILD)/rackd $(BUILD)/rackctl $(BUILD)/rackckpt
 
 deps:
@@ -133,7 +133,7 @@ fuzz: $(FUZZ_TARGETS)
 
 # The one command CI runs (README): installs dependencies, builds, runs
 # every fast test. Long proofs are in check-slow.
-check: deps all asan check-unit check-layers
+check: deps all asan check-unit check-layers test-tools
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
 	$(Q)$(PYTHON) -m pytest -q tests
 
@@ -144,7 +144,7 @@ FRESH ?= make check
 check-fresh:
 	$(Q)tests/tools/freshroot -- $(FRESH)
 
-check-slow: deps all asan
+check-slow: deps all asan test-tools
 	$(Q)$(PYTHON) -m pytest -q -m slow tests
 
 demo: deps all
@@ -220,6 +220,19 @@ $(BUILD)/bench/%: bench/tools/%.c
 	$(call quiet,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# Programs the integration tests run (make test-tools, a prerequisite of
+# check and check-slow): wintrack, a window-tracking middlebox for the
+# test-bed's router (tests/tools/wintrack.c), built with the warnings.
+WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c
+TEST_TOOLS := $(BUILD)/tests/wintrack
+test-tools: $(TEST_TOOLS)
+
+$(BUILD)/tests/wintrack: $(WINTRACK_SRC) tests/tools/wintrack.h
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -O2 $(CFLAGS) $(LDFLAGS) -o $@ \
+		$(WINTRACK_SRC) $(pkg_libs)
 
 # make bench [QUICK=1]: racks against plain TCP (bench/run.py); the report
 # goes to bench/results/.
