@@ -362,6 +362,19 @@ def test_out_of_window_segments_are_dropped(topo, family):
 
 # --- managed connections through wintrack ------------------------------------------
 
+def heartbeats_answered(heard, seconds):
+    """A heartbeat goes out when its path has been silent for 2/3 s (a
+    third of suspend_after), whichever end's turn it is: together the two
+    rackds sent about 1.5 a second, and each was answered (one may still
+    be in flight at the end)."""
+    sent = heard["a"]["heartbeats_out"] + heard["b"]["heartbeats_out"]
+    assert sent >= seconds * 3 // 2 - 3, heard
+    for me, peer in ("ab", "ba"):
+        out = heard[me]["heartbeats_out"]
+        assert heard[me]["heartbeat_acks_in"] >= out - 1, heard
+        assert heard[peer]["heartbeats_in"] >= out - 1, heard
+
+
 def managed_through_wintrack(topo, family, seconds, strict):
     """A rate-limited bulk transfer both ways, a connection idle after a
     128 MB burst each way (beyond pf's ack slack: its first sequence
@@ -426,12 +439,7 @@ def managed_through_wintrack(topo, family, seconds, strict):
                 (name, show)
     for st in after:
         assert st["suspensions"] == 0 and st["suspended"] == 0, st
-    # Heartbeats every 2/3 s each way, each answered.
-    want = seconds * 3 // 2 - 3
-    for side in "ab":
-        assert heard[side]["heartbeats_out"] >= want, heard
-        assert heard[side]["heartbeat_acks_in"] >= want, heard
-        assert heard[side]["heartbeats_in"] >= want, heard
+    heartbeats_answered(heard, seconds)
     wt.check_clean(stats)
     # Each connection carried racks' messages through the tool.
     carried = {(f["client_port"], f["server_port"]): f["racks_accepted"]
@@ -488,3 +496,38 @@ def test_setup_passes_even_racing_full_speed_data(topo, family):
     assert stats["racks_accepted"] >= 11 * 3
     for r in (ra, rb):
         assert r.status()["edp_setup_ok"] >= 11
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_lone_idle_connection_is_never_suspended(topo, family):
+    """The only managed connection between A and B carries every heartbeat:
+    idle after a 128 MB burst each way, its first sequence numbers are far
+    out of pf's window. Its heartbeats must be in-window, or the path goes
+    silent and the connection is suspended although its path works."""
+    ra = topo.start_rackd("a", config=CONFIG)
+    rb = topo.start_rackd("b", config=CONFIG)
+    wt = Wintrack(topo)
+    echo_server(topo, 5002)
+    idle = echo_client(topo, family, 5002, "idle", IDLE_BURST)
+    on_a = racks.wait_states(ra, "connected", 5, remote_port=5002)
+    on_b = racks.wait_states(rb, "connected", 5, local_port=5002)
+    assert testbed.read_line(idle, 60, "idle burst") == "BURST True"
+    before = [r.status() for r in (ra, rb)]
+    time.sleep(12)
+    after = [r.status() for r in (ra, rb)]
+    shows = (ra.ctl_json("show", on_a[0]["id"]),
+             rb.ctl_json("show", on_b[0]["id"]))
+    stats = wt.stats()
+    finish(idle, "idle client")
+    heard = {side: {k: a[k] - b[k] for k in ("heartbeats_out", "heartbeats_in",
+                                              "heartbeat_acks_in")}
+             for side, a, b in zip("ab", after, before)}
+    acks = [heard[side]["heartbeat_acks_in"] for side in "ab"]
+    print(f"\n{family}: lone idle connection, 12 s: heartbeat answers "
+          f"{acks}, suspensions {[s['suspensions'] for s in shows]}; "
+          f"wintrack {summary(stats)}")
+    assert not wt.drops(), "\n".join(wt.drops()[:40])
+    assert [s["suspensions"] for s in shows] == [0, 0], shows
+    heartbeats_answered(heard, 12)
+    wt.check_clean(stats)
+    assert stats["racks_accepted"] >= 2 * sum(acks)
