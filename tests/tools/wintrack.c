@@ -251,6 +251,10 @@ static int parse_options(const uint8_t *opt, size_t len,
 			s->wscale = 0x80 | (opt[i + 2] > 14 ? 14 : opt[i + 2]);
 		if (kind == 254)
 			s->racks = true;
+		/* ExID 0x7261, then version and type (edp/option.c). */
+		if (kind == 254 && opt[i + 1] >= 5 && opt[i + 2] == 0x72 &&
+		    opt[i + 3] == 0x61)
+			s->racks_type = opt[i + 4] & 0x0f;
 		i += opt[i + 1];
 	}
 	return 0;

@@ -39,6 +39,7 @@ struct track_segment {
 	uint8_t flags;		/* TH_* bits of the header */
 	uint8_t wscale;		/* 0x80 | shift when the option is present */
 	bool racks;		/* carries TCP option 254 */
+	uint8_t racks_type;	/* its message type, with racks' ExID */
 	uint32_t len;		/* payload bytes (a GSO packet's whole length) */
 };
 

@@ -187,6 +187,18 @@ static void flow_start(struct flow *f, const struct track_segment *s)
 	dst->state = TCPS_CLOSED;
 }
 
+/* racks' message types (edp/option.h), for the drop log. */
+static const char *racks_type_name(uint8_t type)
+{
+	static const char *const names[] = {
+		"?", "syn", "synack", "key", "confirm", "done", "heartbeat",
+		"heartbeat_ack", "reconnect", "reconnect_ack", "away",
+		"away_ack",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
+}
+
 static void flags_text(uint8_t flags, char *buf)
 {
 	static const char names[] = "FSRPAU";
@@ -210,11 +222,13 @@ static void log_drop(FILE *log, const struct track_segment *s,
 	inet_ntop(af, s->daddr, b, sizeof(b));
 	flags_text(s->flags, fl);
 	fprintf(log, "drop %s v%d %s%s%s:%u > %s%s%s:%u flags %s seq %" PRIu32
-		" ack %" PRIu32 " len %" PRIu32 " win %u%s", track_verdict_name(v),
+		" ack %" PRIu32 " len %" PRIu32 " win %u%s%s",
+		track_verdict_name(v),
 		s->family, af == AF_INET6 ? "[" : "", a,
 		af == AF_INET6 ? "]" : "", s->sport, af == AF_INET6 ? "[" : "",
 		b, af == AF_INET6 ? "]" : "", s->dport, fl, s->seq, s->ack,
-		s->len, s->win, s->racks ? " racks" : "");
+		s->len, s->win, s->racks ? " racks:" : "",
+		s->racks ? racks_type_name(s->racks_type) : "");
 	if (f) {
 		const struct peer *src = &f->peer[from], *dst = &f->peer[!from];
 
