@@ -422,16 +422,14 @@ def managed_through_wintrack(topo, family, seconds, strict):
     drops = wt.drops()
     shows = {name: (ra.ctl_json("show", ia), rb.ctl_json("show", ib))
              for name, (ia, ib) in conns.items()}
-    report = racks.check_both_ways(server, busy, size, 60)
-    finish(idle, "idle client")
-    finish(trickle, "trickle client")
     heard = {side: {k: a[k] - b[k] for k in ("heartbeats_out", "heartbeats_in",
                                               "heartbeat_acks_in")}
              for side, a, b in zip("ab", after, before)}
     print(f"\n{family} {'strict' if strict else 'pf'} {seconds} s: "
           f"heartbeats {heard}; suspensions "
-          f"{[s['suspensions'] for s in after]}; wintrack {summary(stats)}; "
-          f"busy {report['seconds']:.1f} s")
+          f"{[s['suspensions'] for s in after]}; wintrack {summary(stats)}")
+    # Judged before the data is collected: a suspended connection would
+    # hold it until the test's timeouts.
     assert not drops, "wintrack dropped:\n" + "\n".join(drops[:40])
     for name, pair in shows.items():
         for show in pair:
@@ -441,6 +439,10 @@ def managed_through_wintrack(topo, family, seconds, strict):
         assert st["suspensions"] == 0 and st["suspended"] == 0, st
     heartbeats_answered(heard, seconds)
     wt.check_clean(stats)
+    report = racks.check_both_ways(server, busy, size, 60)
+    finish(idle, "idle client")
+    finish(trickle, "trickle client")
+    print(f"busy: 2x{size // MB} MB in {report['seconds']:.1f} s")
     # Each connection carried racks' messages through the tool.
     carried = {(f["client_port"], f["server_port"]): f["racks_accepted"]
                for f in stats["flows"]}
@@ -450,10 +452,12 @@ def managed_through_wintrack(topo, family, seconds, strict):
         assert carried.get((port, dport), 0) > 0, (name, carried)
 
 
-@pytest.mark.parametrize("family, strict", [("v4", False), ("v6", False),
-                                            ("v4", True), ("v6", True)])
-def test_managed_connections_are_never_suspended(topo, family, strict):
-    managed_through_wintrack(topo, family, 20, strict)
+# --strict passes whatever it passes to pf's checks too, and updates the
+# same state: zero drops under --strict mean zero under pf. So make check
+# runs --strict only; make check-slow runs both.
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_managed_connections_are_never_suspended(topo, family):
+    managed_through_wintrack(topo, family, 20, strict=True)
 
 
 @pytest.mark.slow
@@ -523,7 +527,6 @@ def test_lone_idle_connection_is_never_suspended(topo, family):
     shows = (ra.ctl_json("show", on_a[0]["id"]),
              rb.ctl_json("show", on_b[0]["id"]))
     stats = wt.stats()
-    finish(idle, "idle client")
     heard = {side: {k: a[k] - b[k] for k in ("heartbeats_out", "heartbeats_in",
                                               "heartbeat_acks_in")}
              for side, a, b in zip("ab", after, before)}
@@ -531,11 +534,13 @@ def test_lone_idle_connection_is_never_suspended(topo, family):
     print(f"\n{family}: lone idle connection, 12 s: heartbeat answers "
           f"{acks}, suspensions {[s['suspensions'] for s in shows]}; "
           f"wintrack {summary(stats)}")
+    # Before the last burst, which a suspended connection would hold.
     assert not wt.drops(), "\n".join(wt.drops()[:40])
     assert [s["suspensions"] for s in shows] == [0, 0], shows
     heartbeats_answered(heard, 12)
     wt.check_clean(stats)
     assert stats["racks_accepted"] >= 2 * sum(acks)
+    finish(idle, "idle client")
 
 
 def after_close(line):
