@@ -340,15 +340,19 @@ def test_out_of_window_segments_are_dropped(topo, family):
         conn.stdin.write("\n")
         conn.stdin.flush()
         assert testbed.read_line(conn, 30, "after") == "AFTER True"
+        conn.wait(30)
         stats = wt.stats()
-        why = [line.split()[1] for line in wt.drops()]
+        # This round's flows only: the last round's may still be closing.
+        mine = [line for line in wt.drops()
+                if f":{sport} " in line or ":41000 " in line]
+        why = [line.split()[1] for line in mine]
         expect = ["ack_behind", "ack_ahead", "seq_ahead"] + \
             (["nodata_seq"] if strict else []) + ["no_state"]
         assert why == expect, "\n".join(wt.drops())
-        assert " racks:heartbeat " in wt.drops()[0] and stats["racks_dropped"] == 1
-        assert stats["dropped"] == len(expect)
+        assert " racks:heartbeat " in mine[0] and stats["racks_dropped"] == 1
+        assert stats["dropped"] == len(wt.drops())
         print(f"\n{family} {'strict' if strict else 'pf'}: "
-              + "\n".join(wt.drops()))
+              + "\n".join(mine))
         testbed.terminate([wt.proc])
         testbed.nft(topo.r, f"delete table inet {TABLE}")
     # Fail closed: the rule left behind by a dead wintrack has no bypass.
