@@ -65,7 +65,7 @@ struct wintrack {
 	uint16_t num;
 	struct mnl_nlmsg_batch *batch;
 	char *verdict_buf;
-	struct track *track;
+	struct wtrack *track;
 	FILE *log;
 	const char *stats_path;
 	const char *mode;
@@ -232,7 +232,7 @@ static void verdict(struct wintrack *w, uint32_t id, bool accept)
 /* The window-scale shift of a SYN (0x80 | shift, at most 14) and whether
  * the segment carries racks' option 254. */
 static int parse_options(const uint8_t *opt, size_t len,
-			 struct track_segment *s)
+			 struct wtrack_segment *s)
 {
 	size_t i = 0;
 
@@ -261,7 +261,7 @@ static int parse_options(const uint8_t *opt, size_t len,
 }
 
 static int parse_tcp(const uint8_t *p, size_t caplen, size_t off,
-		     size_t l4len, struct track_segment *s)
+		     size_t l4len, struct wtrack_segment *s)
 {
 	size_t doff;
 
@@ -287,7 +287,7 @@ static int parse_tcp(const uint8_t *p, size_t caplen, size_t off,
  * WIRELEN). Returns 0, 1 for a packet that is not judged (a fragment or
  * no TCP), or -EINVAL. */
 static int parse_packet(const uint8_t *p, size_t caplen, size_t wirelen,
-			struct track_segment *s)
+			struct wtrack_segment *s)
 {
 	memset(s, 0, sizeof(*s));
 	if (caplen < 1)
@@ -343,7 +343,7 @@ static int packet_cb(const struct nlmsghdr *nlh, void *data)
 	struct wintrack *w = data;
 	struct nlattr *attr[NFQA_MAX + 1] = { 0 };
 	struct nfqnl_msg_packet_hdr *ph;
-	struct track_segment seg;
+	struct wtrack_segment seg;
 	const uint8_t *payload = NULL;
 	size_t caplen = 0, wirelen;
 	int ret;
@@ -360,9 +360,9 @@ static int packet_cb(const struct nlmsghdr *nlh, void *data)
 	w->received++;
 	ret = payload ? parse_packet(payload, caplen, wirelen, &seg) : -EINVAL;
 	if (ret == 0) {
-		enum track_verdict v = track_segment(w->track, &seg, w->log);
+		enum wtrack_verdict v = wtrack_segment(w->track, &seg, w->log);
 
-		verdict(w, ntohl(ph->packet_id), track_verdict_accepts(v));
+		verdict(w, ntohl(ph->packet_id), wtrack_verdict_accepts(v));
 	} else {
 		/* Not pf's business (fragments), or unreadable: passed,
 		 * and counted so that a test sees it. */
@@ -424,7 +424,7 @@ static void kernel_counters(uint16_t num, unsigned *queued, unsigned *full,
 
 static void stats_write(struct wintrack *w)
 {
-	const struct track_stats *st = track_stats(w->track);
+	const struct wtrack_stats *st = wtrack_stats(w->track);
 	char tmp[4096];
 	unsigned queued, full, user;
 	uint64_t accepted = 0, dropped = 0;
@@ -438,8 +438,8 @@ static void stats_write(struct wintrack *w)
 		warn("%s", tmp);
 		return;
 	}
-	for (int v = 0; v < TV_MAX; v++)
-		*(track_verdict_accepts(v) ? &accepted : &dropped) +=
+	for (int v = 0; v < WT_MAX; v++)
+		*(wtrack_verdict_accepts(v) ? &accepted : &dropped) +=
 			st->verdicts[v];
 	kernel_counters(w->num, &queued, &full, &user);
 	fprintf(f, "{\"generation\": %" PRIu64 ", \"mode\": \"%s\", "
@@ -456,11 +456,11 @@ static void stats_write(struct wintrack *w)
 		dropped, w->unparsed, st->racks_accepted, st->racks_dropped,
 		st->flows, st->flows_reused, st->bytes, st->gso, st->max_len,
 		w->recv_errors, w->enobufs, queued, full, user);
-	for (int v = 0; v < TV_MAX; v++)
+	for (int v = 0; v < WT_MAX; v++)
 		fprintf(f, "%s\"%s\": %" PRIu64, v ? ", " : "",
-			track_verdict_name(v), st->verdicts[v]);
+			wtrack_verdict_name(v), st->verdicts[v]);
 	fputs("}, \"flows\": ", f);
-	track_flows_json(w->track, f, 1000);
+	wtrack_flows_json(w->track, f, 1000);
 	fputs("}\n", f);
 	if (fclose(f) != 0 || rename(tmp, w->stats_path) != 0)
 		warn("%s", w->stats_path);
@@ -530,7 +530,7 @@ int main(int argc, char **argv)
 	w.log = log_path ? fopen(log_path, "a") : stderr;
 	if (!w.log)
 		err(1, "%s", log_path);
-	w.track = track_new(strict);
+	w.track = wtrack_new(strict);
 	buf = malloc(RECV_BUF);
 	if (!buf)
 		err(1, "malloc");
@@ -572,7 +572,7 @@ int main(int argc, char **argv)
 	mnl_socket_close(w.nl);
 	free(w.verdict_buf);
 	free(buf);
-	track_free(w.track);
+	wtrack_free(w.track);
 	if (w.log != stderr)
 		fclose(w.log);
 	return 0;

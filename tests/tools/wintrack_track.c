@@ -60,34 +60,34 @@ struct flow {
 	uint64_t accepted, dropped, racks_accepted, racks_dropped;
 };
 
-struct track {
+struct wtrack {
 	bool strict;
 	struct flow *buckets[TRACK_BUCKETS];
-	struct track_stats stats;
+	struct wtrack_stats stats;
 };
 
-static const char *const verdict_names[TV_MAX] = {
-	[TV_CREATED] = "created", [TV_TRACKED] = "tracked",
-	[TV_LOOSE] = "loose", [TV_NOT_TRACKED] = "not_tracked",
-	[TV_NO_STATE] = "no_state", [TV_SEQ_AHEAD] = "seq_ahead",
-	[TV_SEQ_BEHIND] = "seq_behind", [TV_ACK_AHEAD] = "ack_ahead",
-	[TV_ACK_BEHIND] = "ack_behind", [TV_RST_INEXACT] = "rst_inexact",
-	[TV_NODATA_SEQ] = "nodata_seq", [TV_MALFORMED] = "malformed",
+static const char *const verdict_names[WT_MAX] = {
+	[WT_CREATED] = "created", [WT_TRACKED] = "tracked",
+	[WT_LOOSE] = "loose",
+	[WT_NO_STATE] = "no_state", [WT_SEQ_AHEAD] = "seq_ahead",
+	[WT_SEQ_BEHIND] = "seq_behind", [WT_ACK_AHEAD] = "ack_ahead",
+	[WT_ACK_BEHIND] = "ack_behind", [WT_RST_INEXACT] = "rst_inexact",
+	[WT_NODATA_SEQ] = "nodata_seq",
 };
 
-const char *track_verdict_name(enum track_verdict v)
+const char *wtrack_verdict_name(enum wtrack_verdict v)
 {
-	return v < TV_MAX ? verdict_names[v] : "?";
+	return v < WT_MAX ? verdict_names[v] : "?";
 }
 
-bool track_verdict_accepts(enum track_verdict v)
+bool wtrack_verdict_accepts(enum wtrack_verdict v)
 {
-	return v < TV_ACCEPT_MAX;
+	return v < WT_ACCEPT_MAX;
 }
 
-struct track *track_new(bool strict)
+struct wtrack *wtrack_new(bool strict)
 {
-	struct track *t = calloc(1, sizeof(*t));
+	struct wtrack *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		err(1, "calloc");
@@ -95,7 +95,7 @@ struct track *track_new(bool strict)
 	return t;
 }
 
-void track_free(struct track *t)
+void wtrack_free(struct wtrack *t)
 {
 	if (!t)
 		return;
@@ -110,7 +110,7 @@ void track_free(struct track *t)
 	free(t);
 }
 
-const struct track_stats *track_stats(const struct track *t)
+const struct wtrack_stats *wtrack_stats(const struct wtrack *t)
 {
 	return &t->stats;
 }
@@ -125,7 +125,7 @@ static uint32_t hash_end(const uint8_t *addr, size_t alen, uint16_t port)
 }
 
 /* The same bucket for both directions: the two ends' hashes summed. */
-static size_t bucket_of(const struct track_segment *s)
+static size_t bucket_of(const struct wtrack_segment *s)
 {
 	size_t alen = s->family == 4 ? 4 : 16;
 
@@ -140,8 +140,8 @@ static bool end_is(const struct flow *f, int i, const uint8_t *addr,
 }
 
 /* The flow of S, and in *from which of its ends sent it. */
-static struct flow *flow_find(struct track *t, const struct track_segment *s,
-			      int *from)
+static struct flow *flow_find(struct wtrack *t,
+			      const struct wtrack_segment *s, int *from)
 {
 	for (struct flow *f = t->buckets[bucket_of(s)]; f; f = f->next) {
 		if (f->family != s->family)
@@ -158,7 +158,7 @@ static struct flow *flow_find(struct track *t, const struct track_segment *s,
 }
 
 /* A new flow from a SYN, as pf_create_state sets up its two peers. */
-static void flow_start(struct flow *f, const struct track_segment *s)
+static void flow_start(struct flow *f, const struct wtrack_segment *s)
 {
 	struct peer *src = &f->peer[0], *dst = &f->peer[1];
 
@@ -209,8 +209,8 @@ static void flags_text(uint8_t flags, char *buf)
 	*buf = '\0';
 }
 
-static void log_drop(FILE *log, const struct track_segment *s,
-		     const struct flow *f, int from, enum track_verdict v,
+static void log_drop(FILE *log, const struct wtrack_segment *s,
+		     const struct flow *f, int from, enum wtrack_verdict v,
 		     int32_t ackskew)
 {
 	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN], fl[8];
@@ -223,7 +223,7 @@ static void log_drop(FILE *log, const struct track_segment *s,
 	flags_text(s->flags, fl);
 	fprintf(log, "drop %s v%d %s%s%s:%u > %s%s%s:%u flags %s seq %" PRIu32
 		" ack %" PRIu32 " len %" PRIu32 " win %u%s%s",
-		track_verdict_name(v),
+		wtrack_verdict_name(v),
 		s->family, af == AF_INET6 ? "[" : "", a,
 		af == AF_INET6 ? "]" : "", s->sport, af == AF_INET6 ? "[" : "",
 		b, af == AF_INET6 ? "]" : "", s->dport, fl, s->seq, s->ack,
@@ -273,9 +273,11 @@ static void peers_update(struct peer *src, struct peer *dst, uint8_t flags,
 /* The first segment from the SYN's receiver (its SYN-ACK): its peer state
  * starts here, and window scaling is settled (pf's "seqlo == 0" case). */
 static void responder_start(struct peer *src, struct peer *dst,
-			    const struct track_segment *s, uint32_t *end,
+			    const struct wtrack_segment *s, uint32_t *end,
 			    uint32_t *win, uint32_t *sws, uint32_t *dws)
 {
+	uint32_t room;
+
 	if (s->flags & TH_SYN) {
 		(*end)++;
 		if (dst->wscale & WSCALE_FLAG) {
@@ -301,20 +303,18 @@ static void responder_start(struct peer *src, struct peer *dst,
 	src->seqlo = s->seq;
 	if (src->state < TCPS_SYN_SENT)
 		src->state = TCPS_SYN_SENT;
-	{
-		uint32_t room = dst->max_win << *dws;
-
-		room = room ? room : 1;
-		if (src->seqhi == 1 || SEQ_GEQ(*end + room, src->seqhi))
-			src->seqhi = *end + room;
-	}
+	room = dst->max_win << *dws;
+	room = room ? room : 1;
+	if (src->seqhi == 1 || SEQ_GEQ(*end + room, src->seqhi))
+		src->seqhi = *end + room;
 	if (*win > src->max_win)
 		src->max_win = *win;
 }
 
-static enum track_verdict track_flow(struct track *t, struct flow *f,
-				     int from, const struct track_segment *s,
-				     int32_t *skew_out)
+static enum wtrack_verdict wtrack_flow(struct wtrack *t, struct flow *f,
+				       int from,
+				       const struct wtrack_segment *s,
+				       int32_t *skew_out)
 {
 	struct peer *src = &f->peer[from], *dst = &f->peer[!from];
 	uint32_t sws = 0, dws = 0, win = s->win;
@@ -360,33 +360,33 @@ static enum track_verdict track_flow(struct track *t, struct flow *f,
 	    (!(s->flags & TH_RST) || s->seq == src->seqlo ||
 	     s->seq == src->seqlo + 1 || s->seq + 1 == src->seqlo)) {
 		if (nodata_bad)
-			return TV_NODATA_SEQ;
+			return WT_NODATA_SEQ;
 		peers_update(src, dst, s->flags, end, ack, win, sws, true);
-		return TV_TRACKED;
+		return WT_TRACKED;
 	}
 	if ((dst->state < TCPS_SYN_SENT || dst->state >= TCPS_FIN_WAIT_2 ||
 	     src->state >= TCPS_FIN_WAIT_2) &&
 	    SEQ_GEQ(src->seqhi + MAXACKWINDOW, end) &&
 	    SEQ_GEQ(seq, src->seqlo - MAXACKWINDOW)) {
 		if (nodata_bad)
-			return TV_NODATA_SEQ;
+			return WT_NODATA_SEQ;
 		peers_update(src, dst, s->flags, end, ack, win, sws, false);
-		return TV_LOOSE;
+		return WT_LOOSE;
 	}
 	if (SEQ_LT(src->seqhi, end))
-		return TV_SEQ_AHEAD;
+		return WT_SEQ_AHEAD;
 	if (SEQ_LT(seq, src->seqlo - (dst->max_win << dws)))
-		return TV_SEQ_BEHIND;
+		return WT_SEQ_BEHIND;
 	if (ackskew < -MAXACKWINDOW)
-		return TV_ACK_AHEAD;
+		return WT_ACK_AHEAD;
 	if (ackskew > (MAXACKWINDOW << sws))
-		return TV_ACK_BEHIND;
-	return TV_RST_INEXACT;
+		return WT_ACK_BEHIND;
+	return WT_RST_INEXACT;
 }
 
-static enum track_verdict decide(struct track *t,
-				 const struct track_segment *s,
-				 struct flow **fp, int *from, int32_t *skew)
+static enum wtrack_verdict decide(struct wtrack *t,
+				  const struct wtrack_segment *s,
+				  struct flow **fp, int *from, int32_t *skew)
 {
 	bool syn_only = (s->flags & (TH_SYN | TH_ACK | TH_RST)) == TH_SYN;
 	struct flow *f = flow_find(t, s, from);
@@ -399,12 +399,12 @@ static enum track_verdict decide(struct track *t,
 		flow_start(f, s);
 		*from = 0;
 		t->stats.flows_reused++;
-		return TV_CREATED;
+		return WT_CREATED;
 	}
 	if (f)
-		return track_flow(t, f, *from, s, skew);
+		return wtrack_flow(t, f, *from, s, skew);
 	if (!syn_only)
-		return TV_NO_STATE;
+		return WT_NO_STATE;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		err(1, "calloc");
@@ -414,17 +414,17 @@ static enum track_verdict decide(struct track *t,
 	t->stats.flows++;
 	*fp = f;
 	*from = 0;
-	return TV_CREATED;
+	return WT_CREATED;
 }
 
-enum track_verdict track_segment(struct track *t,
-				 const struct track_segment *s, FILE *log)
+enum wtrack_verdict wtrack_segment(struct wtrack *t,
+				   const struct wtrack_segment *s, FILE *log)
 {
 	struct flow *f = NULL;
 	int from = 0;
 	int32_t skew = 0;
-	enum track_verdict v = decide(t, s, &f, &from, &skew);
-	bool ok = track_verdict_accepts(v);
+	enum wtrack_verdict v = decide(t, s, &f, &from, &skew);
+	bool ok = wtrack_verdict_accepts(v);
 
 	t->stats.verdicts[v]++;
 	if (ok) {
@@ -445,7 +445,7 @@ enum track_verdict track_segment(struct track *t,
 	return v;
 }
 
-void track_flows_json(const struct track *t, FILE *out, size_t limit)
+void wtrack_flows_json(const struct wtrack *t, FILE *out, size_t limit)
 {
 	size_t n = 0;
 
