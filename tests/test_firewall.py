@@ -474,3 +474,65 @@ def test_forged_and_replayed_reconnection_syns_are_refused(topo, tmp_path):
     st = rb.status()
     assert st["reconnects_accepted"] == 2, st
     assert st["syn"] == before["syn"], (before, st)
+
+
+IDLE_SERVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1)
+print("listening", flush=True)
+c, _ = s.accept()
+assert c.recv(5) == b"ping\\n"
+c.sendall(b"pong\\n")
+c.recv(1)
+"""
+
+IDLE_CLIENT = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print("connected", flush=True)
+sys.stdin.readline()
+c.sendall(b"ping\\n")
+print(c.recv(5).decode().strip(), flush=True)
+"""
+
+
+def conntrack(ns, needle):
+    """R's conntrack entries (/proc/net/nf_conntrack) mentioning needle."""
+    text = ns.run(["cat", "/proc/net/nf_conntrack"]).stdout
+    return [line for line in text.splitlines() if needle in line]
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_idle_connection_is_established_after_the_move(topo, family):
+    """An idle connection (nothing to send) moves make-before-break
+    through the strict firewall: the reconnection's SYN, SYN-ACK and third
+    segment alone take R's conntrack entry for the new flow to
+    ESTABLISHED, and the application's next bytes pass."""
+    install_middlebox(topo)
+    ra = topo.start_rackd("a", config=FAST)
+    topo.start_rackd("b", config=FAST)
+    b = topo.addr["b"][family]
+    server = topo.b.popen([testbed.PYTHON, "-c", IDLE_SERVER, b, str(PORT)])
+    assert testbed.read_line(server, 10, "idle server") == "listening"
+    client = topo.a.popen([testbed.PYTHON, "-c", IDLE_CLIENT, b, str(PORT)],
+                          stdin=subprocess.PIPE)
+    assert testbed.read_line(client, 10, "idle client") == "connected"
+    racks.wait_states(ra, "connected", remote_port=PORT)
+    syn_before = counter(topo, "syn_new")
+    new = racks.move_and_splice(topo, "a", ra, family)
+    testbed.wait_until(lambda: ra.status()["reconnect_acks_out"] == 1, 5,
+                       "the third segment")
+    assert counter(topo, "syn_new") == syn_before + 1
+    # /proc prints IPv6 addresses in full (%pI6).
+    entries = conntrack(topo.r, f"src={ipaddress.ip_address(new).exploded} ")
+    assert len(entries) == 1, entries
+    assert " ESTABLISHED " in entries[0] and "[ASSURED]" in entries[0], \
+        entries
+    assert counter(topo, "invalid") == 0
+    client.stdin.write("go\n")
+    client.stdin.flush()
+    assert testbed.read_line(client, 10, "pong") == "pong"
+    print(f"\n{family}: R's entry for the moved flow: {entries[0]}")
