@@ -16,13 +16,13 @@
  * the sockets' own segments advertise their real windows right after. */
 #define RCSYN_WINDOW 65535
 
-static uint32_t get32(const uint8_t *b)
+static uint32_t rd32(const uint8_t *b)
 {
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
 	       (uint32_t)b[2] << 8 | b[3];
 }
 
-static void put32(uint8_t *b, uint32_t v)
+static void wr32(uint8_t *b, uint32_t v)
 {
 	b[0] = (uint8_t)(v >> 24);
 	b[1] = (uint8_t)(v >> 16);
@@ -40,7 +40,7 @@ bool rcsyn_carried(const struct packet *p)
 	uint8_t type;
 
 	if (p->hdr_len == 4 * EDP_RCSYN_DOFF && p->payload_len >= 4 &&
-	    get32(payload_of(p)) == EDP_RCSYN_MAGIC)
+	    rd32(payload_of(p)) == EDP_RCSYN_MAGIC)
 		return true;
 	if (!p->opt.racks_len)
 		return false;
@@ -123,8 +123,8 @@ static size_t build_options(const struct conn *c, uint8_t type,
 	if (n.timestamps) {
 		o[i++] = TCP_OPT_TIMESTAMP;
 		o[i++] = 10;
-		put32(o + i, (uint32_t)loop_now());
-		put32(o + i + 4, tsecr);
+		wr32(o + i, (uint32_t)loop_now());
+		wr32(o + i + 4, tsecr);
 		i += 8;
 	} else {
 		i = nops(o, i, 10);
