@@ -146,18 +146,21 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
  * which survives a middlebox that blanks unknown options ("reset tcp
  * option 254" leaves NOPs and the data offset as they were), and the
  * marker option, which survives one that moved the payload. A data
- * segment fails both at their first comparison.
+ * segment fails both at their first comparison. Only those addressed to
+ * this host: a rackd on a router leaves the reconnections it forwards
+ * alone.
  */
 static void reconnect_rules(FILE *f, const struct config *cfg)
 {
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp doff %d @th,%d,32 0x%08x meta mark != 0x%08x "
-		   "meta iiftype != loopback goto divert\n", EDP_RCSYN_DOFF,
+		   "meta iiftype != loopback fib daddr type local goto "
+		   "divert\n", EDP_RCSYN_DOFF,
 		EDP_RCSYN_DOFF * 32, EDP_RCSYN_MAGIC, cfg->mark);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp option @%d,8,32 { 0x%02x%04x%02x, 0x%02x%04x%02x }"
-		   " meta mark != 0x%08x meta iiftype != loopback goto divert\n",
-		EDP_OPT_KIND, EDP_OPT_HDR_LEN, EDP_EXID,
+		   " meta mark != 0x%08x meta iiftype != loopback fib daddr type "
+		   "local goto divert\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN, EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT, EDP_OPT_HDR_LEN, EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT_ACK, cfg->mark);
 }
