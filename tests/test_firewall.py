@@ -195,25 +195,29 @@ def rcsyn_options(marker=True):
 
 
 def mid_stream_probe(topo, mover, family, peer_rackd, strict):
-    """One zero-length ACK with racks' option (a RECONNECT as earlier
-    rackds sent it) from the mover's new address, on a flow R never saw
-    open: a strict R drops it, and the peer's rackd never sees it; an open
-    one (even masquerading) lets it through."""
+    """One zero-length ACK with racks' option, as the RECONNECT of earlier
+    rackds, from the mover's new address on a flow R never saw open: a
+    strict R drops it, and the peer's rackd never sees it; an open one
+    (even masquerading) lets it through. Its option says version 2, which
+    the peer's rackd counts apart from anything else
+    (edp_rejected_version)."""
     before, heard = counter(topo, "dropped"), peer_rackd.status()
     src, dst = topo.addr[mover][family], topo.addr[topo.other(mover)][family]
+    option = bytearray(numbered("00" * 8, 1, bytes(16), 8))
+    option[4] = 2 << 4 | 8
     craft(topo.ns(mover), (src, 47000, dst, PORT if mover == "a" else 47001,
-                           1000, 1000, "A", numbered("00" * 8, 1, bytes(16),
-                                                     8), b""))
+                           1000, 1000, "A", bytes(option), b""))
     testbed.wait_until(lambda: counter(topo, "dropped") > before, 5,
-                       "R to drop the mid-stream segment")
-    # It names no connection: arrived, it counts there.
+                       "R to count the mid-stream segment")
     if not strict:
-        testbed.wait_until(lambda: peer_rackd.status()["edp_unknown_conn"] >
-                           heard["edp_unknown_conn"], 5, "it to arrive")
+        testbed.wait_until(lambda: peer_rackd.status()["edp_rejected_version"]
+                           > heard["edp_rejected_version"], 5,
+                           "it to arrive")
         return
     time.sleep(0.5)
     now = peer_rackd.status()
-    assert now["edp_unknown_conn"] == heard["edp_unknown_conn"], (heard, now)
+    assert now["edp_rejected_version"] == heard["edp_rejected_version"], \
+        (heard["edp_rejected_version"], now["edp_rejected_version"])
 
 
 def move_through(topo, tmp_path, family, mover, strict=True, nat=False):
@@ -456,6 +460,13 @@ def test_forged_and_replayed_reconnection_syns_are_refused(topo, tmp_path):
     testbed.wait_until(lambda: rb.status()["reconnects_refused_replay"] ==
                        before["reconnects_refused_replay"] + 3, 5,
                        "the replays refused")
+    now = rb.ctl_json("show", str(theirs["id"]))
+    assert host_of(now["wire_remote"]) == second, now
+    assert now["state"] == "connected"
+    st = rb.status()
+    assert st["reconnects_accepted"] == 2, st
+    # None of them was taken for a new connection's SYN.
+    assert st["syn"] == before["syn"], (before["syn"], st["syn"])
     racks.check_both_ways(server, client, SIZE, 60)
     stop_capture(topo.r, dump)
     testbed.terminate([listener.proc])
@@ -468,12 +479,6 @@ def test_forged_and_replayed_reconnection_syns_are_refused(topo, tmp_path):
     kernel = [p for p in pkts if bytes(p[TCP].payload)[:4] !=
               bytes([254, 33, 0x72, 0x61])]
     assert not kernel, [p.summary() for p in kernel]
-    now = rb.ctl_json("show", str(theirs["id"]))
-    assert host_of(now["wire_remote"]) == second, now
-    assert now["state"] == "connected"
-    st = rb.status()
-    assert st["reconnects_accepted"] == 2, st
-    assert st["syn"] == before["syn"], (before, st)
 
 
 IDLE_SERVER = """
