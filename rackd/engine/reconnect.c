@@ -258,6 +258,8 @@ uint32_t reconnect_syn_input(struct rackd *d, const struct packet *p)
 	struct edp_msg m;
 	struct conn *c;
 
+	/* A racks message like any other, in the counters too. */
+	d->edp.msgs_in++;
 	if (rcsyn_parse(p, &m, &seen)) {
 		st->malformed++;
 		return NF_DROP;
