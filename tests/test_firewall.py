@@ -24,6 +24,10 @@ rackd never heard of it), and that the move's SYNs went through
 `syn_new`. Every transfer is checked byte for byte (sha256) both ways; an
 ssh session counts lines through the cut.
 
+An idle connection's moved flow reaches ESTABLISHED in R's conntrack
+from the reconnection's three segments alone; a middlebox that blanks
+option 254 on SYNs does not stop a reconnection either.
+
 R also plays the attacker who knows a connection's id (it saw it pass)
 but not its key: forged and replayed reconnection SYNs change nothing,
 and B's kernel never sees them (no SYN-ACK, no RST, no half-open socket).
