@@ -42,6 +42,9 @@ void reconnect_send(struct rackd *d, struct conn *c)
 {
 	struct conn_edp *e = c->edp;
 
+	if (!e->rc_pending++)
+		e->rc_first_ms = loop_now();
+	e->rc_attempts++;
 	if (rcsyn_send_syn(d, c, ++e->hb_out) == 0)
 		d->reconnect->stats.sent++;
 }
@@ -50,6 +53,8 @@ void reconnect_begin(struct conn *c)
 {
 	c->confirmed = false;
 	c->edp->rc_base = c->edp->hb_out;
+	c->edp->rc_pending = 0;
+	c->edp->rc_warned = false;
 }
 
 void reconnect_forget(struct rackd *d, struct conn *c)
@@ -214,6 +219,9 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 		d->reconnect->stats.acks_out++;
 	if (counter > e->rc_base && !c->confirmed) {
 		c->confirmed = true;
+		e->rc_answers++;
+		e->rc_pending = 0;
+		e->rc_warned = false;
 		event_moved(d, c);
 	}
 	resume_one(d, c);
