@@ -13,10 +13,10 @@
 #include "keystate.h"
 #include "liveness.h"
 #include "local.h"
-#include "rcsyn.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
+#include "rcsyn.h"
 #include "splice.h"
 
 static void reconnect_flush(struct timer *t, void *arg);
