@@ -179,9 +179,10 @@ static void reconnect_rules(FILE *f, const struct config *cfg)
  * which rackd answers instead.
  *
  * prerouting, in this order:
- *  1. the peer rackd's messages (racks' option on a segment without SYN,
- *     reconnection SYNs and SYN-ACKs), taken before anything rewrites them, so that a reconnection shows
- *     where it really came from. A message rackd does not consume comes
+ *  1. the peer rackd's messages (racks' option on a segment without SYN;
+ *     reconnection SYNs and SYN-ACKs, reconnect_rules()), taken before
+ *     anything rewrites them, so that a reconnection shows where it
+ *     really came from. A message rackd does not consume comes
  *     back with NF_REPEAT and rackd's mark, which every diverting rule
  *     here lets by, and goes on through the rest of the chain;
  *  2. with SPLICED, the splicing rules, wire tuple to socket tuple;

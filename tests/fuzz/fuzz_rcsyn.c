@@ -34,8 +34,9 @@ int sockdiag_progress(const struct endpoint *local,
 	abort();
 }
 
-void conn_seq_progress(const struct conn *c, const struct sockdiag_progress *pr,
-		       uint32_t *snd_una, uint32_t *rcv_nxt)
+void conn_seq_progress(const struct conn *c,
+		       const struct sockdiag_progress *pr, uint32_t *snd_una,
+		       uint32_t *rcv_nxt)
 {
 	(void)c, (void)pr, (void)snd_una, (void)rcv_nxt;
 	abort();
