@@ -555,13 +555,6 @@ def after_close(line):
     return len(states) == 2 and min(states) >= 9
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a socket the kernel shows no more sends racks messages with the "
-    "numbers channel_send last saw it at (a5576fd): for a connection whose "
-    "data moved after its last message (here set-up, 128 MB back) they are "
-    "out of window, and wintrack --strict (as conntrack) drops the "
-    "heartbeats it carries until the sweep forgets it (pf's loose branch "
-    "after both FINs lets them by)"))
 def test_heartbeats_on_a_closed_connection_stay_in_window(topo):
     """Two managed connections share the path, so heartbeats take turns on
     them; one moves 128 MB each way and closes. For the seconds until

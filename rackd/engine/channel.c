@@ -45,25 +45,29 @@ static uint32_t seq_slack(const struct sockdiag_progress *pr)
 /*
  * Where C's socket is now: snd_una and rcv_nxt from its byte counters,
  * and the window around them (seq_slack). A socket the kernel shows no
- * more (closed, or checkpointed) is where it was last seen; false when it
- * was never seen established (a SYN-ACK still in our queue, the last ACK
- * on its way): its first numbers are its current ones then.
+ * more (closed, or checkpointed) is where it was last seen (SEQ_LAST);
+ * one never seen established (a SYN-ACK still in our queue, the last ACK
+ * on its way) is at its first numbers (SEQ_FIRST, nothing filled in).
  */
-static bool live_seq(struct conn *c, uint32_t *snd_una, uint32_t *rcv_nxt,
-		     uint32_t *slack)
+enum seq_source { SEQ_FIRST, SEQ_NOW, SEQ_LAST };
+
+static enum seq_source live_seq(struct conn *c, uint32_t *snd_una,
+				uint32_t *rcv_nxt, uint32_t *slack)
 {
 	struct sockdiag_progress pr;
+	enum seq_source src = c->seq_seen ? SEQ_LAST : SEQ_FIRST;
 
 	if (sockdiag_progress(&c->local, &c->remote, &pr) == 0 &&
 	    pr.state != TCP_STATE_SYN_SENT && pr.state != TCP_STATE_SYN_RECV) {
 		conn_seq_progress(c, &pr, &c->seen_snd_una, &c->seen_rcv_nxt);
 		c->seen_slack = seq_slack(&pr);
 		c->seq_seen = true;
+		src = SEQ_NOW;
 	}
 	*snd_una = c->seen_snd_una;
 	*rcv_nxt = c->seen_rcv_nxt;
 	*slack = c->seen_slack;
-	return c->seq_seen;
+	return src;
 }
 
 int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
@@ -92,7 +96,15 @@ int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
 		.options = opt, .optlen = edp_option_build(m, opt, sizeof(opt)),
 	};
 
-	if (live_seq(c, &snd_una, &rcv_nxt, &slack)) {
+	enum seq_source src = live_seq(c, &snd_una, &rcv_nxt, &slack);
+
+	/* A heartbeat belongs to the path, not to its carrier: one whose
+	 * socket is gone (its last seen numbers may be far behind the
+	 * window, where strict trackers drop them) leaves it to another. */
+	if (src == SEQ_LAST && (m->type == EDP_HEARTBEAT ||
+				m->type == EDP_HEARTBEAT_ACK))
+		return -ENOTCONN;
+	if (src != SEQ_FIRST) {
 		seg.seq = snd_una - 1;
 		seg.ack = rcv_nxt - 1;
 	}
@@ -123,7 +135,7 @@ static bool seq_plausible(struct conn *c, const struct packet *p)
 	if (seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
 	    seq_near(p->ack, c->lend.isn + 1, FIRST_WINDOW))
 		return true;
-	if (!live_seq(c, &snd_una, &rcv_nxt, &slack))
+	if (live_seq(c, &snd_una, &rcv_nxt, &slack) == SEQ_FIRST)
 		return false;
 	return seq_near(p->seq + 1, rcv_nxt, slack) &&
 	       seq_near(p->ack, snd_una, slack);
@@ -155,7 +167,7 @@ int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 
 	channel_numbered_msg(c, type, counter, &m);
 	ret = channel_send(d, c, &m);
-	if (ret)
+	if (ret && ret != -ENOTCONN)
 		d->edp.send_errors++;
 	else
 		d->edp.msgs_out++;

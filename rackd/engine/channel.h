@@ -40,7 +40,8 @@ int channel_handle(struct rackd *d, uint8_t type, channel_fn fn);
 uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		       const struct edp_msg *m);
 /* Send M as a zero-length segment of C carrying only racks' option;
- * returns 0 or -errno. */
+ * returns 0 or -errno: -ENOTCONN, nothing sent, for a heartbeat or its
+ * answer on a connection whose socket is gone. */
 int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m);
 /* Fill M with a numbered message of TYPE from C with COUNTER and its MAC
  * under C's key, for a sender that carries it otherwise (reconnection

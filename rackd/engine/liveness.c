@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "liveness.h"
 
+#include <errno.h>
 #include <netinet/in.h> /* before linux/ headers: libc-compat */
 #include <linux/netfilter.h>
 #include <stdlib.h>
@@ -44,10 +45,10 @@ static uint64_t heartbeat_interval(const struct rackd *d,
 	return iv < 100 ? 100 : iv;
 }
 
-static void live_send(struct rackd *d, struct conn *c, uint8_t type,
-		      uint32_t counter)
+static int live_send(struct rackd *d, struct conn *c, uint8_t type,
+		     uint32_t counter)
 {
-	channel_send_numbered(d, c, type, counter);
+	return channel_send_numbered(d, c, type, counter);
 }
 
 /* The path's connections, for one batched hold / release; the caller
@@ -189,13 +190,20 @@ static bool path_unconfirmed(const struct live_peer *p)
  * the path as well. */
 static void probe(struct rackd *d, struct live_peer *p)
 {
-	struct conn *c = next_carrier(p);
+	/* A carrier whose socket closed since the last sweep cannot carry
+	 * it (channel_send): the next one can. */
+	for (unsigned tries = 0; tries < p->nconns; tries++) {
+		struct conn *c = next_carrier(p);
 
-	if (c->confirmed) {
-		live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
-		d->live->stats.heartbeats_out++;
-	} else {
-		d->live->ops->reconnect(d, c);
+		if (!c->confirmed) {
+			d->live->ops->reconnect(d, c);
+			return;
+		}
+		if (live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out) !=
+		    -ENOTCONN) {
+			d->live->stats.heartbeats_out++;
+			return;
+		}
 	}
 }
 

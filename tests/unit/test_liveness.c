@@ -41,10 +41,17 @@ bool channel_numbered_valid(struct rackd *d, struct conn *c,
 	return mac_valid;
 }
 
+/* A connection whose socket is gone: channel_send refuses to let it
+ * carry heartbeats. */
+static struct conn *closed_carrier;
+
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter)
 {
 	(void)d;
+	if (c == closed_carrier && (type == EDP_HEARTBEAT ||
+				    type == EDP_HEARTBEAT_ACK))
+		return -ENOTCONN;
 	if (nmsgs < FAKE_MAX)
 		msgs[nmsgs++] = (struct sent_msg){ c, type, counter };
 	return 0;
@@ -155,6 +162,7 @@ static struct conn *setup(void)
 	nmsgs = downs = ups = parked_ticks = reconnects = moves = unholds = 0;
 	kept_locals = 0;
 	last_down = last_up = NULL;
+	closed_carrier = NULL;
 	c = fake_conn(&d, "10.0.0.1:40000", "10.0.0.2:22", true);
 	event_subscribe(&d.events, LIVE_EVENTS, live_event, &d);
 	event_post(&d.events, EVENT_CONNECTED, c, NULL);
@@ -389,6 +397,29 @@ TEST(test_gone_connection_leaves_its_path)
 	teardown();
 }
 
+TEST(test_closed_carrier_leaves_heartbeats_to_another)
+{
+	struct conn *c = setup();
+	struct conn *o = fake_conn(&d, "10.0.0.1:40001", "10.0.0.2:22", true);
+
+	event_post(&d.events, EVENT_CONNECTED, o, NULL);
+	CHECK(o->host == c->host);
+	/* Whichever comes next, the closed one never carries a heartbeat,
+	 * and the path still sends one per interval. */
+	closed_carrier = o;
+	for (int i = 0; i < 6; i++) {
+		fake_advance(d.cfg->suspend_after_ms / 3);
+		CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), i + 1);
+		CHECK(msgs[nmsgs - 1].c == c);
+		CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out),
+			     NF_DROP);
+	}
+	CHECK_EQ_INT(d.live->stats.heartbeats_out, 6);
+	CHECK_EQ_INT(downs, 0);
+	closed_carrier = NULL;
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	UNIT(test_registers_heartbeats),
 	UNIT(test_silent_path_is_suspended),
@@ -401,6 +432,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_removed_address_suspends_and_keeps_it),
 	UNIT(test_parked_path_ticks_for_migration),
 	UNIT(test_gone_connection_leaves_its_path),
+	UNIT(test_closed_carrier_leaves_heartbeats_to_another),
 };
 
 UNIT_MAIN("liveness", tests)
