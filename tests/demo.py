@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """make demo: racks on two namespaced hosts, seen by a new user.
 
-Builds A -- R -- B, starts rackd on A and B, moves 64 MB from A to B
-while showing what each rackd sees; halfway, A's link is cut for 5 seconds
-and A moves to another network meanwhile. The connection survives both,
-every byte is verified. At the end it says what each rackd did with its
+Builds A -- R -- B, where R is a strict stateful firewall (a new flow
+only by its SYN, everything else dropped), starts rackd on A and B, moves
+64 MB from A to B while showing what each rackd sees; halfway, A's link is
+cut for 5 seconds and A moves to another network meanwhile. The connection
+survives both, its reconnection passing the firewall as a new flow opened
+by a SYN; every byte is verified. At the end it says what each rackd did with its
 table when it stopped (removed, or left for spliced connections that a
 restarted rackd takes over), deletes the namespaces, and shows that no
 namespace, table or process of the demo is left.
@@ -23,6 +25,21 @@ SIZE = 64 * MB
 RATE = 8 * MB
 CUT = 5
 PORT = 5001
+
+# R: an ordinary strict stateful policy, as on many routers.
+FIREWALL = """table inet demo_fw {
+    counter syn_new { }
+    counter dropped { }
+    chain forward {
+        type filter hook forward priority filter; policy drop;
+        ct state invalid drop
+        ct state established,related accept
+        meta l4proto { icmp, ipv6-icmp } accept
+        tcp flags & (syn | ack | fin | rst) == syn ct state new counter name "syn_new" accept
+        counter name "dropped"
+    }
+}
+"""
 
 
 # A server that accepts and reads until EOF, as many do.
@@ -53,6 +70,13 @@ def main():
         a4, b4 = topo.addr["a"]["v4"], topo.addr["b"]["v4"]
         say(f"  A {a4} ---- R ---- B {b4}   (network namespaces {topo.a.name}, "
             f"{topo.r.name}, {topo.b.name})\n")
+        testbed.nft_file(topo.r, FIREWALL)
+        if "policy drop" not in testbed.nft(topo.r, "list table inet demo_fw"):
+            say("R's firewall is not in place")
+            return 1
+        say("  R is a strict stateful firewall: a new TCP flow only by its "
+            "SYN, established\n  ones by conntrack, everything else "
+            "dropped (policy drop)\n")
         ra = topo.start_rackd("a")
         rb = topo.start_rackd("b")
         st = ra.status()
@@ -103,6 +127,12 @@ def main():
         say(f"\n  link back: A's rackd reconnected from {new}, authenticated "
             f"with the connection's key, {time.monotonic() - t_back:.2f} s "
             f"later; the kernel splices the new addresses onto the old socket")
+        flows = firewall_counter(topo, "syn_new")
+        say(f"  R's firewall admitted {flows} new flows by their SYN: the "
+            f"connection's own, and its reconnection (a SYN and SYN-ACK\n"
+            f"  that the two rackds craft and consume, continuing the "
+            f"connection's sequence numbers)")
+        ok = flows == 2
         say("  rackctl list on B (the socket still has A's old address; "
             "wire_remote is where A is now):")
         show(rb, "list")
@@ -113,8 +143,8 @@ def main():
 
         result = client.result(120)
         report = server.results()[0]
-        ok = (report["recv_sha256"] == result["sent_sha256"] ==
-              expected_sha256(SIZE, testbed.CLIENT_SEED))
+        ok &= (report["recv_sha256"] == result["sent_sha256"] ==
+               expected_sha256(SIZE, testbed.CLIENT_SEED))
         say(f"\n  {report['recv_bytes']} bytes received, sha256 "
             f"{report['recv_sha256'][:16]}... {'identical' if ok else 'MISMATCH'}")
         segments = SIZE // 1448
@@ -153,6 +183,11 @@ def main():
     ok &= nothing_left(namespaces, pids)
     say("done." if ok else "done, with the problems above.")
     return 0 if ok else 1
+
+
+def firewall_counter(topo, name):
+    out = testbed.nft(topo.r, f"list counter inet demo_fw {name}")
+    return int(re.search(r"packets (\d+)", out)[1])
 
 
 KEPT = re.compile(r"table inet racks left in place for (\d+) spliced and "
