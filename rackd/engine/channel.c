@@ -25,6 +25,18 @@ int channel_handle(struct rackd *d, uint8_t type, channel_fn fn)
 	return 0;
 }
 
+int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn)
+{
+	struct channel *ch = d->channel;
+
+	if (type <= EDP_SYNACK || type >= EDP_TYPE_MAX)
+		return -EINVAL;
+	if (ch->handlers[type] || ch->unchecked[type])
+		return -EEXIST;
+	ch->unchecked[type] = fn;
+	return 0;
+}
+
 int channel_send(struct rackd *d, const struct conn *c,
 		 const struct edp_msg *m)
 {
@@ -95,6 +107,8 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		d->edp.with_payload++;
 		return NF_ACCEPT;
 	}
+	if (m->type < EDP_TYPE_MAX && d->channel->unchecked[m->type])
+		return d->channel->unchecked[m->type](d, c, p, m);
 	if (!c) {
 		d->edp.unknown_conn++;
 		return NF_DROP;
