@@ -90,9 +90,9 @@ def cut_move_restore(topo, ra, rb, family, server, client, size):
     time.sleep(1)
     topo.restore("a")
     wait_connected_at(rb, "wire_remote", new, 10, local_port=PORT)
-    wait_connected_at(ra, "wire_local", new, 10, remote_port=PORT)
+    mine = wait_connected_at(ra, "wire_local", new, 10, remote_port=PORT)
+    assert mine["reconnections"] == 1, mine
     racks.check_both_ways(server, client, size)
-    assert conn_of(ra, remote_port=PORT)["reconnections"] == 1
 
 
 def assert_adopted(rackd, why, **ports):
@@ -134,3 +134,61 @@ def test_defeated_offer_is_adopted_and_survives_a_move(topo, family, box, why):
     time.sleep(1)
     cut_move_restore(topo, ra, rb, family, server, client, size)
     print(f"\n{family} {box}: adopted {took:.2f} s after connect()")
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_connection_older_than_rackd_is_adopted(topo, family):
+    """Both rackds start after the connection opened: each finds it in its
+    start-up scan (predates_rackd), learns its sequence numbers from the
+    socket, and they agree; then it survives a cut with a move."""
+    size = 16 * MB
+    server, client = start_transfer(topo, family, size)
+    time.sleep(0.5)
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    t0 = time.monotonic()
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    racks.wait_states(rb, "connected", 5, local_port=PORT)
+    took = time.monotonic() - t0
+    mine = assert_adopted(ra, "predates_rackd", remote_port=PORT)
+    theirs = assert_adopted(rb, "predates_rackd", local_port=PORT)
+    assert mine["key_fingerprint"] == theirs["key_fingerprint"]
+    for rackd in (ra, rb):
+        st = rackd.status()
+        assert st["adopt_learnt"] == 1 and st["adopt_completed"] == 1, st
+        assert st["adopt_rounds"] >= 2, st
+    # Learning over: no flow is diverted any more.
+    for ns in (topo.a, topo.b):
+        testbed.wait_until(lambda: "@adopt" not in ns.run(
+            ["nft", "list", "chain", "inet", "racks", "output"]).stdout, 5,
+            "the adoption rules to go")
+    time.sleep(1)
+    cut_move_restore(topo, ra, rb, family, server, client, size)
+    print(f"\n{family}: adopted {took:.2f} s after both rackds started")
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_restart_without_state_file_adopts_again(topo, family):
+    """B's rackd restarts without its state file: it no longer knows the
+    connection A manages; its scan adopts it, A (which still holds the
+    old key) agrees, since B names exactly its sequence numbers, and the
+    connection, managed with a new key, survives a cut with a move."""
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    size = 24 * MB
+    server, client = start_transfer(topo, family, size)
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    before = conn_of(ra, remote_port=PORT)
+    assert "adoption" not in before
+    assert rb.stop() == 0
+    rb.state.unlink(missing_ok=True)
+    rb.start()
+    racks.wait_states(rb, "connected", 5, local_port=PORT)
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    mine = assert_adopted(ra, "peer_forgot", remote_port=PORT)
+    theirs = assert_adopted(rb, "predates_rackd", local_port=PORT)
+    assert mine["key_fingerprint"] == theirs["key_fingerprint"] != \
+        before["key_fingerprint"]
+    assert ra.status()["adopt_readopted"] == 1
+    time.sleep(1)
+    cut_move_restore(topo, ra, rb, family, server, client, size)

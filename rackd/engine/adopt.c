@@ -10,6 +10,8 @@
 #include "adopt_learn.h"
 #include "adoptset.h"
 #include "channel.h"
+#include "hold.h"
+#include "liveness.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
@@ -345,10 +347,21 @@ static struct conn *adopt_new(struct rackd *d, const struct endpoint *local,
  * its state): only if it names exactly our numbers. */
 static bool readopt(struct rackd *d, struct conn *c, const struct edp_msg *m)
 {
-	if (c->state != CONN_CONNECTED || c->hold || conn_parked(c) ||
-	    m->x_own != c->rend.isn + 1 || m->x_peer != c->lend.isn + 1)
+	struct conn *one = c;
+
+	if (m->x_own != c->rend.isn + 1 || m->x_peer != c->lend.isn + 1 ||
+	    conn_parked(c))
+		return false;
+	/* Suspended because the peer's rackd stopped answering: it just
+	 * spoke, so the path is there. A hold still resuming (data in
+	 * flight) waits for the peer's next ADOPT. */
+	if (c->state == CONN_SUSPENDED && c->hold)
+		hold_end(d, &one, 1);
+	if (c->state != CONN_CONNECTED || c->hold)
 		return false;
 	d->adopt->stats.readopted++;
+	/* Off its path's heartbeats until set-up completes again. */
+	live_detach(d, c);
 	c->adoption = ADOPTION_NONE;
 	c->adoptions = 0;
 	setup_release(d, c, "the peer rackd forgot it: adopting again");
