@@ -192,3 +192,89 @@ def test_restart_without_state_file_adopts_again(topo, family):
     assert ra.status()["adopt_readopted"] == 1
     time.sleep(1)
     cut_move_restore(topo, ra, rb, family, server, client, size)
+
+
+def l3_src(p):
+    from scapy.all import IP, IPv6
+    return p[IP].src if IP in p else p[IPv6].src
+
+
+def adopts_in(pkts, src):
+    """The segments from SRC carrying racks' option, by option type."""
+    from test_edp import racks_options_in
+    from scapy.all import TCP
+    out = []
+    for p in racks_options_in(p for p in pkts if l3_src(p) == src):
+        raw = bytes(p[TCP])
+        opts = raw[20:(raw[12] >> 4) * 4]
+        at = opts.index(bytes([254]))
+        out.append((opts[at + 4] & 0x0f, p))
+    return out
+
+
+@pytest.mark.parametrize("racks_side", ["client", "server"])
+def test_plain_peer_sees_at_most_three_adopts(topo, tmp_path, racks_side):
+    """rackd on one end only. Client side: its offer is answered plain,
+    it asks for adoption; server side: rackd starts after the connection
+    opened, learns it from its own socket, asks. Either way the plain end
+    sees exactly three ADOPTs (never payload, the byte streams intact,
+    its socket unharmed), and the connection ends up unmanaged with the
+    reason adoption_unanswered, never asked again."""
+    from test_edp import Capture
+    racks_host, plain_host = ("a", "b") if racks_side == "client" else ("b", "a")
+    cap = Capture(topo.ns(plain_host), tmp_path / "plain.pcap")
+    plain_before = topo.ns(plain_host).run(["nstat", "-az", "-j"]).stdout
+    size = 14 * MB
+    rackd = topo.start_rackd("a", config=FAST) if racks_side == "client" \
+        else None
+    server = start_xfer_server(topo.b, PORT, send=size, rate=1 * MB,
+                               timeout=90)
+    client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, size,
+                               recv=True, rate=1 * MB, announce=True,
+                               timeout=90)
+    client.connected()
+    if rackd is None:
+        time.sleep(0.5)
+        rackd = topo.start_rackd("b", config=FAST)
+    ports = {"remote_port": PORT} if racks_side == "client" else \
+        {"local_port": PORT}
+    conns = racks.wait_states(rackd, "released", 12, **ports)
+    shown = rackd.ctl_json("show", str(conns[0]["id"]))
+    assert shown["adoption"] == "unanswered", shown
+    assert shown["unmanaged"] == "adoption_unanswered", shown
+    assert shown["adopted_for"] == ("plain_answer" if racks_side == "client"
+                                    else "predates_rackd"), shown
+    st = rackd.status()
+    assert st["adopt_started"] == 1 and st["adopt_unanswered"] == 1, st
+    assert st["adopt_msgs_out"] == 3, st
+    # Never again: wait past where a fourth would have gone.
+    time.sleep(3)
+    assert rackd.status()["adopt_msgs_out"] == 3
+    racks.check_both_ways(server, client, size)
+    pkts = cap.packets()
+    seen = adopts_in(pkts, topo.addr[racks_host]["v4"])
+    types = [t for t, _ in seen]
+    # The client's offer on its first SYN, then three ADOPTs (type 12).
+    assert types == ([1] if racks_side == "client" else []) + [12] * 3, types
+    from scapy.all import TCP
+    adopts = [p for t, p in seen if t == 12]
+    assert all(len(bytes(p[TCP].payload)) == 0 for p in adopts)
+    times = [float(p.time) - float(adopts[0].time) for p in adopts]
+    # What the plain kernel did with each: segments it sent within 50 ms.
+    plain = topo.addr[plain_host]["v4"]
+    answers = [sum(1 for q in pkts if l3_src(q) == plain and
+                   0 <= float(q.time) - float(p.time) < 0.05 and
+                   not bytes(q[TCP].payload)) for p in adopts]
+    after = json.loads(topo.ns(plain_host).run(["nstat", "-az", "-j"]).stdout)
+    before = json.loads(plain_before)
+    grew = {k: after["kernel"][k] - before["kernel"].get(k, 0)
+            for k in after["kernel"]
+            if k.startswith(("TcpExtTCPACKSkipped", "TcpExtTCPChallenge",
+                             "TcpExtTCPSYNChallenge", "TcpExtTCPOFO",
+                             "TcpExtTCPDSACK", "TcpExtTCPSACKReneging",
+                             "TcpExtTCPSpuriousRTOs", "TcpExtTCPLossUndo",
+                             "TcpRetransSegs", "TcpExtTCPPureAcks"))
+            and after["kernel"][k] != before["kernel"].get(k, 0)}
+    print(f"\nplain {plain_host}: ADOPTs at {[round(t, 2) for t in times]} s; "
+          f"pure segments it sent within 50 ms of each: {answers}; "
+          f"counters: {grew}")

@@ -114,8 +114,16 @@ static void offer_tick(struct timer *t, void *arg)
 	struct conn *c = arg;
 	struct rackd *d = rackd_of_conn(c);
 	struct conn_adopt *a = c->adopt;
+	struct sockdiag_progress pr;
 
 	(void)t;
+	/* A socket closing (or gone) is not worth a word more. */
+	if (sockdiag_progress(&c->local, &c->remote, &pr) ||
+	    pr.state != TCP_STATE_ESTABLISHED) {
+		give_up(d, c, ADOPTION_FAILED, c->unmanaged,
+			"adoption: the socket is closing");
+		return;
+	}
 	if (a->sent >= ADOPT_SENDS) {
 		give_up(d, c, ADOPTION_UNANSWERED,
 			UNMANAGED_ADOPTION_UNANSWERED,
