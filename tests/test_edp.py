@@ -676,3 +676,99 @@ def test_unmanaged_connection_says_why(topo, box, why, peer_rackd):
     srv = server.results()[0]
     assert report["recv_sha256"] == srv["sent_sha256"]
     assert report["sent_sha256"] == srv["recv_sha256"]
+
+
+# An idle connection: the server echoes each line reversed; the client
+# sends a line for each line on its stdin and prints the answer.
+LINE_SERVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET6)     # both families (bindv6only 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", int(sys.argv[1]))); s.listen(); print("READY", flush=True)
+c, _ = s.accept(); f = c.makefile("rb")
+for line in f:
+    c.sendall(line.rstrip(b"\\n")[::-1] + b"\\n")
+"""
+LINE_CLIENT = """
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print("CONNECTED", s.getsockname()[1], flush=True); f = s.makefile("rb")
+for line in sys.stdin:
+    s.sendall(line.encode()); print(f.readline().decode().strip(), flush=True)
+"""
+
+
+def tcp_counters(ns):
+    """The kernel's Tcp and TcpExt counters (nstat -a, absolute)."""
+    out = ns.run(["nstat", "-a", "-z", "--json"]).stdout
+    return json.loads(out)["kernel"]
+
+
+def socket_info(ns, port):
+    """(state line, bytes_received) of the one socket on local port."""
+    out = ns.run(["ss", "-t", "-i", "-n", "-H", "state", "established",
+                  f"( sport = :{port} )"]).stdout
+    assert out.strip(), "no established socket"
+    received = [int(tok.split(":")[1]) for tok in out.split()
+                if tok.startswith("bytes_received:")]
+    return out, received[0] if received else 0
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_messages_reaching_a_kernel_without_rackd_are_harmless(topo, tmp_path,
+                                                               family):
+    """B's rackd stops (SIGTERM: its table goes): A's heartbeats and
+    reconnection probes now reach B's kernel. They are inside the window
+    but one byte old (a keepalive's numbers): B's kernel answers some with
+    a pure ACK and delivers nothing; no RST, no data, no byte counted
+    received. When B's rackd comes back (with its state file) the
+    connection resumes and carries data both ways, intact."""
+    testbed.need_tools("tcpdump", "nstat", "ss")
+    ra = topo.start_rackd("a", config="suspend_after = 1s\n")
+    rb = topo.start_rackd("b", config="suspend_after = 1s\n")
+    b_addr = topo.addr["b"][family]
+    server = start_py_server(topo.b, LINE_SERVER)
+    client = topo.a.popen([testbed.PYTHON, "-c", LINE_CLIENT, b_addr,
+                           str(PORT)], stdin=subprocess.PIPE)
+    assert testbed.read_line(client, 10, "client").startswith("CONNECTED")
+    client.stdin.write("racks\n")
+    client.stdin.flush()
+    assert testbed.read_line(client, 10, "first answer") == "skcar"
+    connected_pair(ra, rb)
+
+    assert rb.stop() == 0
+    assert racks.racks_tables(topo.b) == []
+    capture = Capture(topo.b, tmp_path / "plain.pcap",
+                      expr=f"tcp port {PORT}")
+    before, (_, received) = tcp_counters(topo.b), socket_info(topo.b, PORT)
+    time.sleep(6)           # A suspends after 1 s and keeps probing
+    pkts = capture.packets()
+    after, (line, received_after) = tcp_counters(topo.b), socket_info(topo.b, PORT)
+    from scapy.all import TCP
+    ours = racks_options_in([p for p in pkts if p[TCP].dport == PORT])
+    answers = [p for p in pkts if p[TCP].sport == PORT]
+    assert len(ours) >= 3, f"A's messages did not reach B: {len(pkts)} pkts"
+    assert all(len(p[TCP].payload) == 0 for p in ours)
+    assert all(not p[TCP].flags.R and len(p[TCP].payload) == 0
+               for p in answers), [p.summary() for p in answers]
+    assert len(answers) <= len(ours), (len(answers), len(ours))
+    assert received_after == received, line
+    grew = {k: after[k] - before.get(k, 0) for k in after
+            if k.startswith("Tcp") and after[k] != before.get(k, 0)}
+    for bad in ("TcpOutRsts", "TcpEstabResets", "TcpExtTCPAbortOnData",
+                "TcpExtTCPAbortOnTimeout", "TcpExtTCPSpuriousRTOs",
+                "TcpExtTCPFastRetrans"):
+        assert grew.get(bad, 0) == 0, (bad, grew)
+    print(f"\n{family}: B's plain kernel got {len(ours)} racks segments in "
+          f"6 s, answered {len(answers)} with a pure ACK, delivered 0 bytes; "
+          f"TCP counters that moved: {grew}")
+
+    rb.start()
+    testbed.wait_until(
+        lambda: all(c["state"] == "connected" for c in ra.connections()), 10,
+        lambda: f"A to resume: {ra.connections()}")
+    client.stdin.write("still here\n")
+    client.stdin.flush()
+    assert testbed.read_line(client, 10, "answer after") == "ereh llits"
+    client.stdin.close()
+    testbed.terminate([client, server])

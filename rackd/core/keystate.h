@@ -39,6 +39,12 @@ struct conn_edp {
 	uint32_t hb_in;		/* the peer's last heartbeat */
 	uint32_t rc_base;	/* hb_out when our endpoints last changed:
 				 * an answer to any later counter confirms */
+	/* Reconnections (rackctl show): never silent when unanswered. */
+	uint32_t rc_attempts;	/* sent, over the connection's life */
+	uint32_t rc_answers;	/* answers that confirmed one */
+	uint32_t rc_pending;	/* sent since the last confirmation */
+	uint64_t rc_first_ms;	/* monotonic ms of the first of those */
+	bool rc_warned;		/* logged as unanswered on a working path */
 	uint64_t started;	/* monotonic ms */
 };
 

@@ -111,6 +111,7 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "heartbeats_replayed", l->replayed);
 	put_u64(out, "addr_suspensions", l->addr_suspensions);
 	put_u64(out, "path_migrations", l->migrations);
+	put_u64(out, "reconnects_unanswered", l->reconnects_unanswered);
 }
 
 static void put_reconnect_stats(FILE *out, const struct rackd *d)
@@ -202,6 +203,40 @@ static void put_endpoint(FILE *out, const char *key, const struct endpoint *e)
 	proto_put(out, key, "%s", endpoint_format(e, buf, sizeof(buf)));
 }
 
+/* Whether list shows C's reconnections too: suspended, or not yet
+ * followed by its peer. */
+static bool reconnect_news(const struct conn *c)
+{
+	return c->edp && c->edp->keyed && c->edp->rc_attempts &&
+	       (c->state == CONN_SUSPENDED || !c->confirmed);
+}
+
+/*
+ * What became of C's reconnections: how many, and what answered the ones
+ * still pending (nothing; or the peer's heartbeats on the same path but
+ * not them, which rackd also logs).
+ */
+static void put_reconnections(FILE *out, const struct conn *c)
+{
+	const struct conn_edp *e = c->edp;
+	const char *answer = "none";
+
+	put_u64(out, "reconnect_attempts", e->rc_attempts);
+	put_u64(out, "reconnect_answers", e->rc_answers);
+	if (!e->rc_attempts)
+		return;
+	put_u64(out, "reconnect_pending", e->rc_pending);
+	if (!e->rc_pending) {
+		answer = "accepted";
+	} else {
+		put_u64(out, "reconnect_pending_ms",
+			loop_now() - e->rc_first_ms);
+		if (c->host && !c->host->suspended)
+			answer = "heartbeats_only";
+	}
+	proto_put(out, "reconnect_answer", "%s", answer);
+}
+
 static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 {
 	const char *unmanaged = conn_unmanaged_name(c->unmanaged);
@@ -230,6 +265,9 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 			proto_put(out, "adopted_for", "%s",
 				  conn_unmanaged_name(c->cause));
 	}
+	/* Never silent either: where a suspended one's reconnections are. */
+	if (reconnect_news(c))
+		put_reconnections(out, c);
 	(void)d;
 }
 
@@ -320,6 +358,8 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 	proto_put(out, "hold", "%s", hold_phase(c));
 	if (c->host)
 		put_bool(out, "peer_confirmed", c->confirmed);
+	if (c->edp && c->edp->keyed && !reconnect_news(c))
+		put_reconnections(out, c);
 	if (c->reconnected) {
 		gmtime_r(&c->reconnected, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -8,10 +8,17 @@
 #include "inject.h"
 #include "keystate.h"
 #include "rackd.h"
+#include "sockdiag.h"
 
 /* The window our messages advertise: the peer kernel only ever sees one
  * if the peer rackd is gone, and then a large window cannot stall it. */
 #define CHANNEL_WINDOW 65535
+/* How far from the first numbers a set-up message may be: one
+ * unscaled window (what either end can have sent before set-up ends). */
+#define FIRST_WINDOW 65535
+/* include/net/tcp_states.h */
+#define TCP_STATE_SYN_SENT 2
+#define TCP_STATE_SYN_RECV 3
 
 int channel_handle(struct rackd *d, uint8_t type, channel_fn fn)
 {
@@ -23,6 +30,22 @@ int channel_handle(struct rackd *d, uint8_t type, channel_fn fn)
 		return -EEXIST;
 	ch->handlers[type] = fn;
 	return 0;
+}
+
+/*
+ * Where C's socket is now: snd_una and rcv_nxt from its byte counters.
+ * False when the kernel shows no such socket (a checkpointed one) or one
+ * still in its handshake (a SYN-ACK waiting in our queue, the last ACK
+ * on its way): its first numbers are its current ones then.
+ */
+static bool live_seq(const struct conn *c, struct sockdiag_progress *pr,
+		     uint32_t *snd_una, uint32_t *rcv_nxt)
+{
+	if (sockdiag_progress(&c->local, &c->remote, pr) ||
+	    pr->state == TCP_STATE_SYN_SENT || pr->state == TCP_STATE_SYN_RECV)
+		return false;
+	conn_seq_progress(c, pr, snd_una, rcv_nxt);
+	return true;
 }
 
 int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn)
@@ -40,10 +63,19 @@ int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn)
 int channel_send(struct rackd *d, const struct conn *c,
 		 const struct edp_msg *m)
 {
+	struct sockdiag_progress pr;
+	uint32_t snd_una, rcv_nxt;
 	uint8_t opt[EDP_OPT_MAX_LEN + 3];
-	/* Sequence numbers inside the connection's first window: plausible
-	 * to middleboxes, checked by the peer rackd, and a peer without
-	 * rackd drops the segment as old. Never data: nothing is consumed. */
+	/*
+	 * A keepalive's sequence numbers (RFC 1122 4.2.3.6): one below what
+	 * the peer acknowledged, acknowledging what we received. Inside the
+	 * window, so every middlebox that tracks windows (pf, conntrack)
+	 * passes it as it passes keepalives; a peer kernel without rackd
+	 * finds it one byte old and answers with an ACK (rate limited,
+	 * NOTES.md section 3): nothing is delivered, no counter is shifted.
+	 * Before the kernel shows the socket, the connection's first
+	 * numbers, which are inside its first window.
+	 */
 	struct inject_segment seg = {
 		.src = &c->local, .dst = &c->remote,
 		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
@@ -51,7 +83,53 @@ int channel_send(struct rackd *d, const struct conn *c,
 		.options = opt, .optlen = edp_option_build(m, opt, sizeof(opt)),
 	};
 
+	if (live_seq(c, &pr, &snd_una, &rcv_nxt)) {
+		seg.seq = snd_una - 1;
+		seg.ack = rcv_nxt;
+	}
 	return inject_send(d->inject, &seg);
+}
+
+/* How far a message's numbers may be from ours: the larger of the two
+ * windows either end can advertise (RFC 7323 scaling), at least 64 KiB. */
+static uint32_t seq_slack(const struct sockdiag_progress *pr)
+{
+	uint32_t shift = pr->snd_wscale > pr->rcv_wscale ? pr->snd_wscale :
+			 pr->rcv_wscale;
+
+	return (uint32_t)0xffff << (shift > 14 ? 14 : shift);
+}
+
+static bool seq_near(uint32_t seq, uint32_t ours, uint32_t slack)
+{
+	uint32_t dist = seq - ours;
+
+	return dist <= slack || -dist <= slack + 1;
+}
+
+/*
+ * Whether P's numbers belong to C: a forger off the path must know where
+ * the connection is (RFC 5961's bar for RSTs and SYNs). Our messages
+ * carry the connection's first numbers or its current ones (channel_send);
+ * the first window is checked without asking the kernel, which spares
+ * set-up a query per message. The current ones are
+ * the sender's snd_una - 1 (at most one window behind or ahead of our
+ * rcv_nxt, as either end reads its counters a little later) and its
+ * rcv_nxt (likewise around our snd_una).
+ */
+static bool seq_plausible(const struct conn *c, const struct packet *p)
+{
+	struct sockdiag_progress pr;
+	uint32_t snd_una, rcv_nxt, slack;
+
+	if (seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
+	    seq_near(p->ack, c->lend.isn + 1, FIRST_WINDOW))
+		return true;
+	if (!live_seq(c, &pr, &snd_una, &rcv_nxt))
+		return false;
+	slack = seq_slack(&pr);
+	return seq_near(p->seq + 1, rcv_nxt, slack) &&
+	       seq_near(p->ack, snd_una, slack);
 }
 
 /* Heartbeats and reconnections: the MAC's role by type and sender. */
@@ -113,9 +191,7 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		d->edp.unknown_conn++;
 		return NF_DROP;
 	}
-	/* Our messages carry exactly the first sequence numbers of the
-	 * connection: a forger off the path must know both ISNs. */
-	if (p->seq != c->rend.isn + 1 || p->ack != c->lend.isn + 1) {
+	if (!seq_plausible(c, p)) {
 		d->edp.bad_seq++;
 		return NF_DROP;
 	}

@@ -2,7 +2,8 @@
 /*
  * racks' message channel: every message between two rackds is a
  * zero-length segment of its connection carrying only racks' option,
- * with exactly the connection's first sequence numbers. The channel
+ * with a keepalive's sequence numbers (inside the window, see
+ * channel_send). The channel
  * sends them, numbers and authenticates the ones that follow set-up
  * (heartbeats, reconnections, migration), and checks what arrives before
  * handing it to the module that registered its type: it knows none of

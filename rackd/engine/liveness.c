@@ -27,6 +27,10 @@
  * at once and then after 50, 100, 200 and 400 ms. */
 #define LIVE_FAST_RETRY_MS 50
 #define LIVE_FAST_RETRIES 4
+/* Reconnections unanswered on a path that answers heartbeats are logged
+ * once when this many went out over at least this long. */
+#define LIVE_UNANSWERED_MIN 10
+#define LIVE_UNANSWERED_MS 2000
 
 static bool path_link_usable(struct rackd *d, const struct live_peer *p);
 
@@ -133,12 +137,43 @@ static struct conn *next_carrier(struct live_peer *p)
 	return start;
 }
 
+/*
+ * C's reconnections go unanswered although the peer answers heartbeats
+ * on the same pair of addresses: something treats them differently from
+ * the rest of the path. Said once per move, with what is most likely.
+ */
+static void warn_unanswered(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+	char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+	uint64_t waited = loop_now() - e->rc_first_ms;
+
+	if (e->rc_warned || e->rc_pending < LIVE_UNANSWERED_MIN ||
+	    waited < LIVE_UNANSWERED_MS)
+		return;
+	e->rc_warned = true;
+	d->live->stats.reconnects_unanswered++;
+	log_warnx("conn %llu: %u reconnection(s) from %s to %s unanswered for "
+		  "%llu.%01llu s while the peer answers heartbeats on this "
+		  "path: likely a middlebox that drops SYNs carrying data or "
+		  "unknown TCP options (or rewrites the port), or a peer rackd "
+		  "that no longer knows the connection (restarted without its "
+		  "state); still trying", (unsigned long long)c->id,
+		  e->rc_pending, endpoint_format(&c->wire_local, l, sizeof(l)),
+		  endpoint_format(&c->wire_remote, r, sizeof(r)),
+		  (unsigned long long)(waited / 1000),
+		  (unsigned long long)(waited % 1000 / 100));
+}
+
 /* Reconnections not yet acknowledged on a path that works: again. */
 static void resend_unconfirmed(struct rackd *d, struct live_peer *p)
 {
-	for (struct conn *c = p->conns; c; c = c->host_next)
-		if (!c->confirmed)
-			d->live->ops->reconnect(d, c);
+	for (struct conn *c = p->conns; c; c = c->host_next) {
+		if (c->confirmed)
+			continue;
+		warn_unanswered(d, c);
+		d->live->ops->reconnect(d, c);
+	}
 }
 
 static bool path_unconfirmed(const struct live_peer *p)

@@ -63,6 +63,9 @@ struct live_stats {
 	uint64_t resumed_by_traffic;	/* the socket heard from the peer first */
 	uint64_t addr_suspensions;	/* suspended at once: address removed */
 	uint64_t migrations;		/* paths moved to a new local address */
+	uint64_t reconnects_unanswered;	/* connections whose reconnections
+					 * went unanswered on a path that
+					 * answers heartbeats (logged once) */
 };
 
 struct rackd;

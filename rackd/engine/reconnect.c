@@ -41,6 +41,9 @@ void reconnect_send(struct rackd *d, struct conn *c)
 {
 	struct conn_edp *e = c->edp;
 
+	if (!e->rc_pending++)
+		e->rc_first_ms = loop_now();
+	e->rc_attempts++;
 	if (channel_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
 		d->reconnect->stats.sent++;
 }
@@ -49,6 +52,8 @@ void reconnect_begin(struct conn *c)
 {
 	c->confirmed = false;
 	c->edp->rc_base = c->edp->hb_out;
+	c->edp->rc_pending = 0;
+	c->edp->rc_warned = false;
 }
 
 void reconnect_forget(struct rackd *d, struct conn *c)
@@ -196,6 +201,9 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	d->reconnect->stats.acks_in++;
 	if (counter > e->rc_base && !c->confirmed) {
 		c->confirmed = true;
+		e->rc_answers++;
+		e->rc_pending = 0;
+		e->rc_warned = false;
 		event_moved(d, c);
 	}
 	resume_one(d, c);
