@@ -19,6 +19,8 @@
 #include "sockdiag.h"
 
 #define TCP_STATE_ESTABLISHED 1
+#define TCP_STATE_SYN_RECV 3
+#define TCP_STATE_NEW_SYN_RECV 12
 
 /* A connection's adoption, from its start until the ends agree. */
 struct conn_adopt {
@@ -315,7 +317,15 @@ uint32_t adopt_segment(struct rackd *d, struct conn *c, const struct packet *p)
 static bool considered(const struct config *cfg, const struct endpoint *local,
 		       const struct endpoint *remote)
 {
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
 	bool port = cfg->all_ports;
+
+	/* Over loopback, as for handshakes: both ends are this host. */
+	if (addr_equal(&local->addr, &remote->addr) ||
+	    (remote->addr.family == AF_INET && remote->addr.bytes[0] == 127) ||
+	    (remote->addr.family == AF_INET6 &&
+	     !memcmp(remote->addr.bytes, v6_loopback, 16)))
+		return false;
 
 	for (size_t i = 0; i < cfg->nexclude; i++)
 		if (prefix_contains(&cfg->exclude[i], &remote->addr))
@@ -388,7 +398,17 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 	if (!c) {
 		struct endpoint local = { .addr = p->dst, .port = p->dport };
 		struct endpoint remote = { .addr = p->src, .port = p->sport };
+		struct sockdiag_progress pr;
 
+		/* Only for a socket that exists (the lookup may find the
+		 * listener instead): anyone can send an ADOPT. */
+		if (sockdiag_progress(&local, &remote, &pr) ||
+		    (pr.state != TCP_STATE_ESTABLISHED &&
+		     pr.state != TCP_STATE_SYN_RECV &&
+		     pr.state != TCP_STATE_NEW_SYN_RECV)) {
+			d->edp.unknown_conn++;
+			return NF_DROP;
+		}
 		c = adopt_new(d, &local, &remote, UNMANAGED_HANDSHAKE_UNSEEN);
 		if (!c)
 			return NF_DROP;
