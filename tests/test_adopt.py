@@ -325,3 +325,46 @@ def test_many_connections_older_than_rackd_are_adopted(topo):
     assert echoed["echoed"] == count and not echoed["bad"], echoed
     print(f"\n{count} connections older than rackd: all adopted in "
           f"{took:.1f} s ({ra.status()['adopt_rounds']} elicitations on A)")
+
+
+def adopt_option(x_own, x_peer, flags=0):
+    """An ADOPT option's bytes, as hex for tools/edpcraft.py's raw case."""
+    body = x_own.to_bytes(4, "big") + x_peer.to_bytes(4, "big") + \
+        bytes([flags]) + bytes(7)
+    return (bytes([254, 21, 0x72, 0x61, 0x1c]) + body).hex()
+
+
+def test_forged_adopts_change_nothing(topo):
+    """R, on the path, knows the endpoints but not the sequence numbers the
+    connection started with. Its ADOPTs to B, in A's name, for the managed
+    connection (wrong numbers) and for a flow without a socket, are
+    refused: the connection stays managed with the same key, and no entry
+    is made for the other flow."""
+    from test_edp import edpcraft
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    size = 8 * MB
+    server, client = start_transfer(topo, "v4", size, rate=1 * MB)
+    before = conn_of(rb, local_port=PORT)
+    assert before["state"] == "connected"
+    a4, b4 = topo.addr["a"]["v4"], topo.addr["b"]["v4"]
+    aport = int(before["remote"].rsplit(":", 1)[1])
+    st0 = rb.status()
+    edpcraft(topo.r,
+             ("raw", a4, aport, b4, PORT, 1000, 0,
+              adopt_option(12345, 67890)),
+             ("raw", a4, aport, b4, PORT, 1000, 0,
+              adopt_option(12345, 67890, flags=1)),
+             ("raw", a4, 40123, b4, PORT, 1000, 0,
+              adopt_option(1, 2)))
+    testbed.wait_until(lambda: rb.status()["adopt_msgs_in"] ==
+                       st0["adopt_msgs_in"] + 3, 5, "the forged ADOPTs")
+    st = rb.status()
+    assert st["adopt_readopted"] == st["adopt_started"] == 0, st
+    assert st["edp_unexpected"] - st0["edp_unexpected"] == 2, st
+    assert st["edp_unknown_conn"] - st0["edp_unknown_conn"] == 1, st
+    after = conn_of(rb, local_port=PORT)
+    assert after["state"] == "connected" and "adoption" not in after
+    assert after["key_fingerprint"] == before["key_fingerprint"]
+    assert len(rb.connections()) == 1
+    racks.check_both_ways(server, client, size)
