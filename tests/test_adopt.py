@@ -169,12 +169,14 @@ def test_connection_older_than_rackd_is_adopted(topo, family):
     print(f"\n{family}: adopted {took:.2f} s after both rackds started")
 
 
-@pytest.mark.parametrize("family", ["v4", "v6"])
-def test_restart_without_state_file_adopts_again(topo, family):
+@pytest.mark.parametrize("family,down", [("v4", 0), ("v6", 0), ("v4", 2.5)])
+def test_restart_without_state_file_adopts_again(topo, family, down):
     """B's rackd restarts without its state file: it no longer knows the
     connection A manages; its scan adopts it, A (which still holds the
     old key) agrees, since B names exactly its sequence numbers, and the
-    connection, managed with a new key, survives a cut with a move."""
+    connection, managed with a new key, survives a cut with a move. With
+    B's rackd down longer than suspend_after, A has suspended the
+    connection meanwhile: B's ADOPT resumes it first."""
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)
     size = 24 * MB
@@ -184,6 +186,10 @@ def test_restart_without_state_file_adopts_again(topo, family):
     assert "adoption" not in before
     assert rb.stop() == 0
     rb.state.unlink(missing_ok=True)
+    if down:
+        time.sleep(down)
+        # Suspended (B's kernel's data resumes it now and then).
+        assert conn_of(ra, remote_port=PORT)["suspensions"] >= 1
     rb.start()
     racks.wait_states(rb, "connected", 5, local_port=PORT)
     racks.wait_states(ra, "connected", 5, remote_port=PORT)
