@@ -374,3 +374,26 @@ def test_forged_adopts_change_nothing(topo):
     assert after["key_fingerprint"] == before["key_fingerprint"]
     assert len(rb.connections()) == 1
     racks.check_both_ways(server, client, size)
+
+
+def test_adopted_connection_survives_a_restart_with_its_state(topo):
+    """An adopted connection is managed like any other: A's rackd restarts
+    with its state file and takes it over, same key (its virtual ISNs and
+    counter bases are in the file), and it still survives a cut with a
+    move."""
+    testbed.nft_file(topo.r, middlebox("strip_option", "v4"))
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    size = 24 * MB
+    server, client = start_transfer(topo, "v4", size)
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    before = assert_adopted(ra, "plain_answer", remote_port=PORT)
+    assert ra.stop() == 0
+    ra.start()
+    assert ra.status()["state_restored"] == 1
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    after = conn_of(ra, remote_port=PORT)
+    for field in ("local", "remote", "key_fingerprint", "direction"):
+        assert after[field] == before[field], (field, before, after)
+    time.sleep(1)
+    cut_move_restore(topo, ra, rb, "v4", server, client, size)
