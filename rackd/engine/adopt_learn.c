@@ -225,8 +225,10 @@ uint32_t adopt_learn_segment(struct rackd *d, struct adopt_learning *l,
 		finish(d, l, false, "socket closing");
 		return NF_ACCEPT;
 	}
-	/* A busy flow sends many: a few per round tell as much. */
-	if (l->round_samples >= ADOPT_ROUND_SAMPLES || !(p->flags & TCP_FLAG_ACK))
+	/* A busy flow sends many: a few per round tell as much. A pure
+	 * ACK (the challenge ACK among them) is always read. */
+	if ((l->round_samples >= ADOPT_ROUND_SAMPLES && p->payload_len) ||
+	    !(p->flags & TCP_FLAG_ACK))
 		return NF_ACCEPT;
 	if (sockdiag_progress(&l->c->local, &l->c->remote, &pr) ||
 	    pr.state != TCP_STATE_ESTABLISHED)
