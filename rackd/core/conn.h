@@ -153,6 +153,10 @@ struct conn {
 	 * zero again: its sequence numbers then start from these. */
 	bool rebased;
 	uint32_t snd_base, rcv_base;
+	/* Where its socket last was (channel.c): what its messages carry
+	 * once the kernel shows the socket no more (closed, not yet swept). */
+	bool seq_seen;
+	uint32_t seen_snd_una, seen_rcv_nxt, seen_slack;
 	struct conn *knext;	/* edp id bucket chain */
 	struct conn *prev, *next;	/* table order: oldest first */
 };

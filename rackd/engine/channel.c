@@ -32,22 +32,6 @@ int channel_handle(struct rackd *d, uint8_t type, channel_fn fn)
 	return 0;
 }
 
-/*
- * Where C's socket is now: snd_una and rcv_nxt from its byte counters.
- * False when the kernel shows no such socket (a checkpointed one) or one
- * still in its handshake (a SYN-ACK waiting in our queue, the last ACK
- * on its way): its first numbers are its current ones then.
- */
-static bool live_seq(const struct conn *c, struct sockdiag_progress *pr,
-		     uint32_t *snd_una, uint32_t *rcv_nxt)
-{
-	if (sockdiag_progress(&c->local, &c->remote, pr) ||
-	    pr->state == TCP_STATE_SYN_SENT || pr->state == TCP_STATE_SYN_RECV)
-		return false;
-	conn_seq_progress(c, pr, snd_una, rcv_nxt);
-	return true;
-}
-
 int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn)
 {
 	struct channel *ch = d->channel;
@@ -60,36 +44,6 @@ int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn)
 	return 0;
 }
 
-int channel_send(struct rackd *d, const struct conn *c,
-		 const struct edp_msg *m)
-{
-	struct sockdiag_progress pr;
-	uint32_t snd_una, rcv_nxt;
-	uint8_t opt[EDP_OPT_MAX_LEN + 3];
-	/*
-	 * A keepalive's sequence numbers (RFC 1122 4.2.3.6): one below what
-	 * the peer acknowledged, acknowledging what we received. Inside the
-	 * window, so every middlebox that tracks windows (pf, conntrack)
-	 * passes it as it passes keepalives; a peer kernel without rackd
-	 * finds it one byte old and answers with an ACK (rate limited,
-	 * NOTES.md section 3): nothing is delivered, no counter is shifted.
-	 * Before the kernel shows the socket, the connection's first
-	 * numbers, which are inside its first window.
-	 */
-	struct inject_segment seg = {
-		.src = &c->local, .dst = &c->remote,
-		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
-		.flags = TCP_FLAG_ACK, .window = CHANNEL_WINDOW,
-		.options = opt, .optlen = edp_option_build(m, opt, sizeof(opt)),
-	};
-
-	if (live_seq(c, &pr, &snd_una, &rcv_nxt)) {
-		seg.seq = snd_una - 1;
-		seg.ack = rcv_nxt;
-	}
-	return inject_send(d->inject, &seg);
-}
-
 /* How far a message's numbers may be from ours: the larger of the two
  * windows either end can advertise (RFC 7323 scaling), at least 64 KiB. */
 static uint32_t seq_slack(const struct sockdiag_progress *pr)
@@ -98,6 +52,63 @@ static uint32_t seq_slack(const struct sockdiag_progress *pr)
 			 pr->rcv_wscale;
 
 	return (uint32_t)0xffff << (shift > 14 ? 14 : shift);
+}
+
+/*
+ * Where C's socket is now: snd_una and rcv_nxt from its byte counters,
+ * and the window around them (seq_slack). A socket the kernel shows no
+ * more (closed, or checkpointed) is where it was last seen; false when it
+ * was never seen established (a SYN-ACK still in our queue, the last ACK
+ * on its way): its first numbers are its current ones then.
+ */
+static bool live_seq(struct conn *c, uint32_t *snd_una, uint32_t *rcv_nxt,
+		     uint32_t *slack)
+{
+	struct sockdiag_progress pr;
+
+	if (sockdiag_progress(&c->local, &c->remote, &pr) == 0 &&
+	    pr.state != TCP_STATE_SYN_SENT && pr.state != TCP_STATE_SYN_RECV) {
+		conn_seq_progress(c, &pr, &c->seen_snd_una, &c->seen_rcv_nxt);
+		c->seen_slack = seq_slack(&pr);
+		c->seq_seen = true;
+	}
+	*snd_una = c->seen_snd_una;
+	*rcv_nxt = c->seen_rcv_nxt;
+	*slack = c->seen_slack;
+	return c->seq_seen;
+}
+
+int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
+{
+	uint32_t snd_una, rcv_nxt, slack;
+	uint8_t opt[EDP_OPT_MAX_LEN + 3];
+	/*
+	 * Almost a keepalive's numbers (RFC 1122 4.2.3.6): one below what the
+	 * peer acknowledged, inside the window, so every middlebox that
+	 * tracks windows (pf, conntrack) passes it as it passes keepalives,
+	 * and a peer kernel without rackd finds it one byte old and answers
+	 * with an ACK (rate limited, NOTES.md section 3): nothing delivered,
+	 * no counter shifted. Its acknowledgement is one below our rcv_nxt
+	 * too: a kernel that answers it with a RST (no socket there: a kept
+	 * table that no rackd serves passes it unrewritten) gives that RST
+	 * our rcv_nxt - 1 as its sequence number, which our socket drops as
+	 * outside its window (RFC 5961 3.2) rather than dying of it.
+	 * Before the socket was ever seen established, the connection's
+	 * first numbers, which are inside its first window; once it is gone
+	 * (closed, checkpointed), where it was last seen.
+	 */
+	struct inject_segment seg = {
+		.src = &c->local, .dst = &c->remote,
+		.seq = c->lend.isn + 1, .ack = c->rend.isn + 1,
+		.flags = TCP_FLAG_ACK, .window = CHANNEL_WINDOW,
+		.options = opt, .optlen = edp_option_build(m, opt, sizeof(opt)),
+	};
+
+	if (live_seq(c, &snd_una, &rcv_nxt, &slack)) {
+		seg.seq = snd_una - 1;
+		seg.ack = rcv_nxt - 1;
+	}
+	return inject_send(d->inject, &seg);
 }
 
 static bool seq_near(uint32_t seq, uint32_t ours, uint32_t slack)
@@ -115,19 +126,17 @@ static bool seq_near(uint32_t seq, uint32_t ours, uint32_t slack)
  * set-up a query per message. The current ones are
  * the sender's snd_una - 1 (at most one window behind or ahead of our
  * rcv_nxt, as either end reads its counters a little later) and its
- * rcv_nxt (likewise around our snd_una).
+ * rcv_nxt - 1 (likewise around our snd_una).
  */
-static bool seq_plausible(const struct conn *c, const struct packet *p)
+static bool seq_plausible(struct conn *c, const struct packet *p)
 {
-	struct sockdiag_progress pr;
 	uint32_t snd_una, rcv_nxt, slack;
 
 	if (seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
 	    seq_near(p->ack, c->lend.isn + 1, FIRST_WINDOW))
 		return true;
-	if (!live_seq(c, &pr, &snd_una, &rcv_nxt))
+	if (!live_seq(c, &snd_una, &rcv_nxt, &slack))
 		return false;
-	slack = seq_slack(&pr);
 	return seq_near(p->seq + 1, rcv_nxt, slack) &&
 	       seq_near(p->ack, snd_una, slack);
 }

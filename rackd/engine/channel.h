@@ -48,8 +48,7 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		       const struct edp_msg *m);
 /* Send M as a zero-length segment of C carrying only racks' option;
  * returns 0 or -errno. */
-int channel_send(struct rackd *d, const struct conn *c,
-		 const struct edp_msg *m);
+int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m);
 /* A numbered message (heartbeat, reconnection, migration) of TYPE with
  * COUNTER, its MAC under C's key; returns 0 or -errno. */
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
