@@ -33,6 +33,18 @@ void adoptset_declare(FILE *f)
 	}
 }
 
+void adoptset_write(FILE *f, const struct adoptset_flow *flow)
+{
+	char l[ADDR_STRLEN], r[ADDR_STRLEN];
+	bool v6 = flow->local.addr.family == AF_INET6;
+
+	fprintf(f, "add element %s %s adopt%c { %s . %u . %s . %u timeout "
+		   "%ums }\n", RULESET_FAMILY, RULESET_TABLE, v6 ? '6' : '4',
+		addr_format(&flow->local.addr, l, sizeof(l)), flow->local.port,
+		addr_format(&flow->remote.addr, r, sizeof(r)), flow->remote.port,
+		ADOPTSET_TIMEOUT_MS);
+}
+
 void adoptset_rules(FILE *f, const struct config *cfg, const char *chain)
 {
 	/* rackd's own segments (its channel, its ACKs to held sockets)

@@ -38,6 +38,8 @@ void adoptset_close(struct adoptset *as);
 int adoptset_update(struct adoptset *as, const struct adoptset_flow *flows,
 		    unsigned n, bool add);
 
+/* An element command for FLOW, for a script that refills the sets. */
+void adoptset_write(FILE *f, const struct adoptset_flow *flow);
 /* The set declarations, for the ruleset script. */
 void adoptset_declare(FILE *f);
 /* The rules of the output chain CHAIN ("add rule" lines). */

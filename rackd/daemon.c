@@ -58,6 +58,7 @@ static char *state_script(struct rackd *d, const struct config *cfg)
 				     d->adopt_rules);
 	ruleset_held_write(f, held, (unsigned)n, true);
 	splice_write_state(d, f);
+	adopt_write_state(d, f);
 	free(held);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

@@ -418,3 +418,25 @@ def test_busy_connection_is_learnt(topo):
     samples = [r.status()["adopt_samples"] for r in (ra, rb)]
     racks.check_both_ways(server, client, size)
     print(f"\nbusy: learnt in {rounds} rounds from {samples} samples")
+
+
+def test_reload_while_learning_keeps_the_flow_diverted(topo):
+    """A reload re-creates the table with empty sets: the flows being
+    learnt go back in with the new table, so learning goes on."""
+    size = 16 * MB
+    server, client = start_transfer(topo, "v4", size)
+    time.sleep(0.5)
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    rb.ctl("reload")
+    listing = testbed.nft(topo.b, "list set inet racks adopt4")
+    learning = rb.status()["adopt_learnt"] == 0
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    racks.wait_states(rb, "connected", 5, local_port=PORT)
+    assert_adopted(rb, "predates_rackd", local_port=PORT)
+    # Reloaded mid-learning (it takes two rounds, 0.55 s): the flow was
+    # back in the new set.
+    assert learning
+    assert f". {PORT} " in listing or listing.rstrip().endswith(
+        f". {PORT}"), listing
+    racks.check_both_ways(server, client, size)

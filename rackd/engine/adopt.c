@@ -304,6 +304,16 @@ void adopt_released(struct rackd *d, struct conn *c)
 	}
 }
 
+void adopt_write_state(struct rackd *d, FILE *f)
+{
+	for (struct conn *c = d->conns.head; c; c = c->next) {
+		struct adoptset_flow flow = { c->local, c->remote };
+
+		if (c->adopt && c->adopt->learn.in_set)
+			adoptset_write(f, &flow);
+	}
+}
+
 uint32_t adopt_segment(struct rackd *d, struct conn *c, const struct packet *p)
 {
 	if (!c->adopt || c->adoption != ADOPTION_LEARNING)

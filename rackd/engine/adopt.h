@@ -48,6 +48,7 @@
 #define RACKS_ADOPT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "adopt_learn.h"
 #include "conn.h"
@@ -88,6 +89,9 @@ int adopt_handle_messages(struct rackd *d);
 void adopt_init(struct rackd *d);
 void adopt_close(struct rackd *d);
 
+/* The flows being learnt, as element commands: a new table (reload)
+ * starts with empty sets. */
+void adopt_write_state(struct rackd *d, FILE *f);
 /* C was just released (or its set-up timed out): adopt it if a later
  * set-up can help. */
 void adopt_released(struct rackd *d, struct conn *c);
