@@ -27,6 +27,7 @@ struct conn_adopt {
 	struct adopt_learning learn;	/* while learning */
 	struct timer timer;		/* ADOPT retransmissions */
 	bool learnt;
+	bool exact;			/* from the handshake: never raised */
 	uint32_t x_snd, x_rcv;		/* ours: first byte sent, received */
 	unsigned sent;			/* ADOPTs sent of our own accord */
 	unsigned replies;		/* ADOPTs sent in answer */
@@ -159,6 +160,24 @@ static void agreed(struct rackd *d, struct conn *c)
 }
 
 /*
+ * Take the peer's number THEIRS for one of our streams if it is larger
+ * than OURS: ours may be a little low (learnt while bytes moved), never
+ * high. Never for numbers from the handshake (exact), and never by more
+ * than ADOPT_RAISE_MAX, the bytes that can move while rackd reads one
+ * segment: a number too high would make snd_una or rcv_nxt too high, and
+ * an ACK beyond what the peer received frees data it never got.
+ */
+static bool raise(const struct conn_adopt *a, uint32_t *ours, uint32_t theirs)
+{
+	uint32_t up = theirs - *ours;
+
+	if (a->exact || (int32_t)up <= 0 || up > ADOPT_RAISE_MAX)
+		return false;
+	*ours = theirs;
+	return true;
+}
+
+/*
  * The peer's numbers against ours. Both are lower bounds of the truth,
  * so each end takes the larger of each pair and says so; equal numbers
  * on both sides end it. An answer only goes to an ADOPT that did not
@@ -175,14 +194,8 @@ static void compare(struct rackd *d, struct conn *c)
 	match = a->peer_own == a->x_rcv && a->peer_peer == a->x_snd;
 	if (!match) {
 		d->adopt->stats.disagreed++;
-		if ((int32_t)(a->peer_own - a->x_rcv) > 0) {
-			a->x_rcv = a->peer_own;
-			raised = true;
-		}
-		if ((int32_t)(a->peer_peer - a->x_snd) > 0) {
-			a->x_snd = a->peer_peer;
-			raised = true;
-		}
+		raised = raise(a, &a->x_rcv, a->peer_own) |
+			 raise(a, &a->x_snd, a->peer_peer);
 		if (raised) {
 			bool active = c->snd_base == c->lend.isn;
 
@@ -264,6 +277,7 @@ static void begin(struct rackd *d, struct conn *c, enum conn_unmanaged cause)
 		bool active = c->rebased ? c->snd_base == c->lend.isn
 					 : c->dir == CONN_OUTGOING;
 
+		a->exact = true;
 		learnt(d, c, c->lend.isn + 1, c->rend.isn + 1, active, true);
 		return;
 	}
@@ -436,6 +450,13 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		}
 		return NF_DROP;
 	} else if (!c->adopt) {
+		/* Its numbers known (handshake, set-up): the message must sit
+		 * where the connection is, as every racks message does. */
+		if (c->lend.seen && c->rend.seen &&
+		    !channel_seq_plausible(c, p)) {
+			d->edp.bad_seq++;
+			return NF_DROP;
+		}
 		if (c->state == CONN_RELEASED && c->adoptions < ADOPT_TRIES) {
 			/* The peer is racks after all: ask again. */
 			c->adoption = ADOPTION_NONE;
@@ -449,6 +470,11 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 	a = c->adopt;
 	if (!a)
 		return NF_DROP;	/* given up at once */
+	/* Likewise once ours are learnt. */
+	if (a->learnt && !channel_seq_plausible(c, p)) {
+		d->edp.bad_seq++;
+		return NF_DROP;
+	}
 	a->peer_heard = true;
 	a->peer_own = m->x_own;
 	a->peer_peer = m->x_peer;

@@ -67,6 +67,8 @@
 /* Answers to a peer that keeps disagreeing, and adoptions (restarts when
  * the peer asks again) per connection. */
 #define ADOPT_REPLIES 4
+/* The most a peer's ADOPT may raise a number we learnt (adopt.c). */
+#define ADOPT_RAISE_MAX (1u << 20)
 #define ADOPT_TRIES 3
 
 struct rackd;

@@ -141,6 +141,11 @@ static bool seq_plausible(struct conn *c, const struct packet *p)
 	       seq_near(p->ack, snd_una, slack);
 }
 
+bool channel_seq_plausible(struct conn *c, const struct packet *p)
+{
+	return seq_plausible(c, p);
+}
+
 /* Heartbeats and reconnections: the MAC's role by type and sender. */
 static enum edp_role numbered_role(uint8_t type, bool client)
 {

@@ -39,6 +39,9 @@ struct channel {
 /* Messages of TYPE go to FN from now on; -EINVAL for a type that is
  * not a message (SYN, SYN-ACK), -EEXIST if it has a handler already. */
 int channel_handle(struct rackd *d, uint8_t type, channel_fn fn);
+/* Whether P's sequence numbers belong to C, as channel_input() checks
+ * them (for an unchecked type's handler, once C's numbers are known). */
+bool channel_seq_plausible(struct conn *c, const struct packet *p);
 /* Messages of TYPE go to FN whatever connection they name, known or not
  * (struct channel, unchecked); same errors as channel_handle(). */
 int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn);
