@@ -149,6 +149,29 @@ size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room)
 	return padded;
 }
 
+size_t edp_marker_build(uint8_t type, uint8_t *out, size_t room)
+{
+	if (room < EDP_MARKER_SIZE || body_len(type) == 0)
+		return 0;
+	out[0] = EDP_OPT_KIND;
+	out[1] = EDP_OPT_HDR_LEN;
+	out[2] = EDP_EXID >> 8;
+	out[3] = EDP_EXID & 0xff;
+	out[4] = (uint8_t)(EDP_VERSION << 4 | type);
+	memset(out + EDP_OPT_HDR_LEN, TCP_OPT_NOP,
+	       EDP_MARKER_SIZE - EDP_OPT_HDR_LEN);
+	return EDP_MARKER_SIZE;
+}
+
+uint8_t edp_marker_type(const uint8_t *opt, size_t len)
+{
+	if (len != EDP_OPT_HDR_LEN || opt[0] != EDP_OPT_KIND ||
+	    opt[1] != EDP_OPT_HDR_LEN || (opt[2] << 8 | opt[3]) != EDP_EXID ||
+	    opt[4] >> 4 != EDP_VERSION || body_len(opt[4] & 0x0f) == 0)
+		return 0;
+	return opt[4] & 0x0f;
+}
+
 const char *edp_type_name(uint8_t type)
 {
 	static const char *const names[EDP_TYPE_MAX] = {

@@ -37,6 +37,22 @@
  * the counter only grows (replays are refused) and the MAC under the key
  * covers it.
  *
+ * RECONNECT and RECONNECT_ACK travel in a SYN and a SYN-ACK that the
+ * rackds craft and consume (a new flow that every stateful middlebox
+ * admits). Their 40 bytes of options carry the original handshake's MSS,
+ * window scale, SACK-permitted and timestamps, which leave no room for a
+ * 33-byte option, so the message is the segment's payload instead, in
+ * exactly the encoding above, and the options end with a 5-byte marker
+ * (the header alone, type 8 or 9). The options always take
+ * EDP_RCSYN_OPTLEN bytes (NOP-padded), so the payload starts at a fixed
+ * offset: a receiver finds the message there even when a middlebox turned
+ * the marker into NOPs (nft "reset tcp option 254").
+ *
+ *   SYN:     seq = snd_una - 1 - 36 | MSS | NOP WS | SACKPERM TS |
+ *            254 5 0x7261 0x18 NOP NOP NOP | RECONNECT option (36)
+ *   SYN-ACK: seq = its snd_una - 1 - 36, ack = the SYN's end | same
+ *            options, marker 0x19 | RECONNECT_ACK option (36)
+ *
  * ExID 0x7261 ("ra") is not TCP Fast Open's 0xF989, which Linux would
  * read as a TFO cookie. Every option is padded with NOPs to a multiple
  * of four bytes.
@@ -54,6 +70,17 @@
 #define EDP_MAC_LEN 16
 #define EDP_OPT_HDR_LEN 5	/* kind, length, ExID, version/type */
 #define EDP_OPT_MAX_LEN (EDP_OPT_HDR_LEN + EDP_KEY_LEN)
+/* A numbered message's option: 33 bytes, 36 with its padding. */
+#define EDP_NUMBERED_LEN (EDP_OPT_HDR_LEN + 8 + 4 + EDP_MAC_LEN)
+#define EDP_NUMBERED_SIZE ((EDP_NUMBERED_LEN + 3) & ~3)
+/* Reconnection SYN / SYN-ACK: options always this long (data offset 12),
+ * then the message: its first four bytes are kind, length, ExID. */
+#define EDP_RCSYN_OPTLEN 28
+#define EDP_RCSYN_DOFF ((20 + EDP_RCSYN_OPTLEN) / 4)
+#define EDP_RCSYN_MAGIC ((uint32_t)EDP_OPT_KIND << 24 | \
+			 (uint32_t)EDP_NUMBERED_LEN << 16 | EDP_EXID)
+/* The marker option: racks' header alone, padded to 8 bytes. */
+#define EDP_MARKER_SIZE 8
 
 enum edp_type {
 	EDP_SYN = 1,
@@ -106,6 +133,12 @@ enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 /* Write M as an option padded with NOPs into OUT (ROOM bytes); returns
  * the bytes written, or 0 if it does not fit. */
 size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room);
+/* The marker of TYPE (RECONNECT, RECONNECT_ACK) into OUT (ROOM bytes):
+ * EDP_MARKER_SIZE bytes, or 0 if it does not fit. */
+size_t edp_marker_build(uint8_t type, uint8_t *out, size_t room);
+/* The type a marker option of LEN bytes at OPT names, or 0 if it is not
+ * one (kind, length 5, ExID, version). */
+uint8_t edp_marker_type(const uint8_t *opt, size_t len);
 /* Padded length of M's option. */
 size_t edp_option_size(uint8_t type);
 const char *edp_type_name(uint8_t type);

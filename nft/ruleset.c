@@ -139,6 +139,34 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
 }
 
 /*
+ * Reconnections travel in SYNs and SYN-ACKs (edp/option.h), taken at step
+ * 1 with the messages: before the splicing rules, so that rackd sees the
+ * endpoints they really came from, and whatever their destination port
+ * (a listener's included), so that no socket ever sees one. Two rules,
+ * either enough: the message at the fixed data offset rackd's SYNs have,
+ * which survives a middlebox that blanks unknown options ("reset tcp
+ * option 254" leaves NOPs and the data offset as they were), and the
+ * marker option, which survives one that moved the payload. A data
+ * segment fails both at their first comparison. Only those addressed to
+ * this host: a rackd on a router leaves the reconnections it forwards
+ * alone.
+ */
+static void reconnect_rules(FILE *f, const struct config *cfg)
+{
+	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
+		   "== syn tcp doff %d @th,%d,32 0x%08x meta mark != 0x%08x "
+		   "meta iiftype != loopback fib daddr type local goto "
+		   "divert\n", EDP_RCSYN_DOFF,
+		EDP_RCSYN_DOFF * 32, EDP_RCSYN_MAGIC, cfg->mark);
+	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
+		   "== syn tcp option @%d,8,32 { 0x%02x%04x%02x, 0x%02x%04x%02x }"
+		   " meta mark != 0x%08x meta iiftype != loopback fib daddr type "
+		   "local goto divert\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN, EDP_EXID,
+		EDP_VERSION << 4 | EDP_RECONNECT, EDP_OPT_HDR_LEN, EDP_EXID,
+		EDP_VERSION << 4 | EDP_RECONNECT_ACK, cfg->mark);
+}
+
+/*
  * The base chains' rules, rewritten whole (flush, then add, in the
  * caller's transaction) whenever the first connection is held or spliced
  * and after the last. Two base chains carry everything but the outgoing
@@ -152,9 +180,10 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
  * which rackd answers instead.
  *
  * prerouting, in this order:
- *  1. the peer rackd's messages (racks' option on a segment without SYN),
- *     taken before anything rewrites them, so that a reconnection shows
- *     where it really came from. A message rackd does not consume comes
+ *  1. the peer rackd's messages (racks' option on a segment without SYN;
+ *     reconnection SYNs and SYN-ACKs, reconnect_rules()), taken before
+ *     anything rewrites them, so that a reconnection shows where it
+ *     really came from. A message rackd does not consume comes
  *     back with NF_REPEAT and rackd's mark, which every diverting rule
  *     here lets by, and goes on through the rest of the chain;
  *  2. with SPLICED, the splicing rules, wire tuple to socket tuple;
@@ -184,6 +213,7 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 		   "> 10 tcp option @%d,16,16 0x%04x meta mark != 0x%08x meta "
 		   "iiftype != loopback goto divert\n", EDP_OPT_KIND, EDP_EXID,
 		cfg->mark);
+	reconnect_rules(f, cfg);
 	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "!= 0 meta iiftype != loopback fib daddr type local jump "

@@ -22,6 +22,7 @@ import pytest
 
 import racks
 import testbed
+from test_firewall import craft, reconnection_syns
 from testbed import start_xfer_client, start_xfer_server
 
 MB = 1024 * 1024
@@ -202,30 +203,21 @@ def reconnect_option(conn_id, counter, mac, type_=8):
 
 
 def capture_reconnects(ns, iface, pcap):
-    """tcpdump in ns of every segment carrying racks' option (kind 254)."""
+    """tcpdump in ns of every SYN (reconnections travel in SYNs)."""
     proc = ns.popen(["tcpdump", "-i", iface, "-U", "--immediate-mode",
-                     "-w", str(pcap), "tcp and tcp[20] == 254"],
+                     "-w", str(pcap), "tcp[tcpflags] & tcp-syn != 0"],
                     stdout=testbed.subprocess.DEVNULL)
     time.sleep(1)
     return proc
 
 
-def reconnects_in(pcap, conn_id):
-    """The RECONNECT segments of conn_id in a capture, oldest first."""
-    from scapy.all import TCP, rdpcap
-    out = []
-    for pkt in rdpcap(str(pcap)):
-        raw = bytes(pkt[TCP])[20:]
-        if len(raw) >= 33 and raw[0] == 254 and raw[4] == 0x18 and \
-                raw[5:13].hex() == conn_id:
-            out.append(pkt)
-    return out
-
-
 def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
     """R knows the connection id and both sequence numbers. A
-    reconnection under a made-up MAC is refused; so is a real one of A's,
-    captured at R and replayed after A moved on. B's connection stays where
+    reconnection under a made-up MAC, in a zero-length segment as rackds
+    sent them before reconnections travelled in SYNs (still followed), is
+    refused; so is a real one of A's, a SYN captured at R and replayed
+    after A moved on (tests/test_firewall.py forges and replays SYNs
+    further). B's connection stays where
     A is, and the transfer completes intact."""
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)
@@ -258,19 +250,18 @@ def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
     time.sleep(0.5)
     testbed.terminate([dump])
     topo.r.procs.remove(dump) if dump in topo.r.procs else None
-    captured = reconnects_in(pcap, conn_id)
+    captured = reconnection_syns(pcap, conn_id)
     assert captured, "no reconnection captured"
     old = captured[0]
     from scapy.all import IP, TCP
     assert old[IP].src == first
 
-    # 3. Replayed from where it was sent, and from R: both refused.
+    # 3. Its SYN replayed from where it was sent, and from R: both refused.
     before = rb.status()
-    option = bytes(old[TCP])[20:20 + 33].hex()
-    edpcraft(topo.r, ("raw", first, a_port, b4, PORT, old[TCP].seq,
-                      old[TCP].ack, option),
-             ("raw", attacker, a_port, b4, PORT, old[TCP].seq,
-              old[TCP].ack, option))
+    t = old[TCP]
+    opts, pay = bytes(t)[20:4 * t.dataofs], bytes(t.payload)
+    craft(topo.r, (first, a_port, b4, PORT, t.seq, 0, "S", opts, pay),
+          (attacker, a_port, b4, PORT, t.seq, 0, "S", opts, pay))
     testbed.wait_until(lambda: rb.status()["reconnects_refused_replay"] ==
                        before["reconnects_refused_replay"] + 2, 5,
                        "the replays")

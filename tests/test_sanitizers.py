@@ -99,6 +99,15 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
     topo.r.run([testbed.PYTHON, str(testbed.TOOLS / "edpcraft.py"),
                 f"raw,{new},40000,{topo.addr['b']['v4']},5005,1,1,{option.hex()}"],
                timeout=60)
+    # Reconnection SYNs: a forged one, one cut short (marker, half a
+    # message) and one whose marker alone is left.
+    from test_firewall import craft, numbered, rcsyn_options
+    forged = numbered(conn_id, 1 << 30, bytes(16), 8)
+    craft(topo.r, *((new, 40000, topo.addr["b"]["v4"], 5005, 1, 0, "S",
+                     rcsyn_options(), pay) for pay in (forged, forged[:20],
+                                                       b"")))
+    testbed.wait_until(lambda: rb.status()["reconnects_malformed"] >= 2, 5,
+                       "the short reconnection SYNs")
     with pytest.raises(testbed.RackdError):
         ra.ctl("peer", "999999", topo.addr["b"]["v4"])
     testbed.wait_until(lambda: ra.status()["packets_malformed"] > 0, 5,

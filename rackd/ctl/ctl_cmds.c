@@ -129,6 +129,9 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_refused_replay", r->refused_replay);
 	put_u64(out, "reconnects_refused_other", r->refused_other);
 	put_u64(out, "reconnects_manual", r->manual);
+	put_u64(out, "reconnects_malformed", r->malformed);
+	put_u64(out, "reconnects_unknown", r->unknown);
+	put_u64(out, "reconnect_acks_out", r->acks_out);
 	put_u64(out, "splice_updates", d->splice->updates);
 	put_u64(out, "splice_errors", d->splice->errors);
 	put_u64(out, "addresses_kept", d->local->keeps);

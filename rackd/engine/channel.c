@@ -153,16 +153,24 @@ static enum edp_role numbered_role(uint8_t type, bool client)
 			       2 * (type - EDP_HEARTBEAT) + (client ? 0 : 1));
 }
 
+void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
+			  struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+
+	*m = (struct edp_msg){ .version = EDP_VERSION, .type = type,
+			       .conn_id = e->conn_id, .counter = counter };
+	edp_mac_counter(e->key, numbered_role(type, conn_is_client(c)),
+			counter, &e->t, m->mac);
+}
+
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter)
 {
-	struct conn_edp *e = c->edp;
-	struct edp_msg m = { .version = EDP_VERSION, .type = type,
-			     .conn_id = e->conn_id, .counter = counter };
+	struct edp_msg m;
 	int ret;
 
-	edp_mac_counter(e->key, numbered_role(type, conn_is_client(c)),
-			counter, &e->t, m.mac);
+	channel_numbered_msg(c, type, counter, &m);
 	ret = channel_send(d, c, &m);
 	if (ret)
 		d->edp.send_errors++;

@@ -52,6 +52,11 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 /* Send M as a zero-length segment of C carrying only racks' option;
  * returns 0 or -errno. */
 int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m);
+/* Fill M with a numbered message of TYPE from C with COUNTER and its MAC
+ * under C's key, for a sender that carries it otherwise (reconnection
+ * SYNs, rcsyn.h). */
+void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
+			  struct edp_msg *m);
 /* A numbered message (heartbeat, reconnection, migration) of TYPE with
  * COUNTER, its MAC under C's key; returns 0 or -errno. */
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
+#include "rcsyn.h"
 #include "splice.h"
 
 static void reconnect_flush(struct timer *t, void *arg);
@@ -31,12 +32,12 @@ void reconnect_free(struct rackd *d)
 
 	loop_timer_cancel(d->loop, &r->flush);
 	free(r->accepted);
-	free(r->counters);
 	r->accepted = NULL;
-	r->counters = NULL;
 	r->naccepted = r->cap = 0;
 }
 
+/* In a SYN (rcsyn.h): a zero-length segment of a flow no middlebox saw
+ * open is dropped by every firewall that admits new flows only by a SYN. */
 void reconnect_send(struct rackd *d, struct conn *c)
 {
 	struct conn_edp *e = c->edp;
@@ -44,7 +45,7 @@ void reconnect_send(struct rackd *d, struct conn *c)
 	if (!e->rc_pending++)
 		e->rc_first_ms = loop_now();
 	e->rc_attempts++;
-	if (channel_send_numbered(d, c, EDP_RECONNECT, ++e->hb_out) == 0)
+	if (rcsyn_send_syn(d, c, ++e->hb_out) == 0)
 		d->reconnect->stats.sent++;
 }
 
@@ -61,12 +62,9 @@ void reconnect_forget(struct rackd *d, struct conn *c)
 	struct reconnect_state *r = d->reconnect;
 	unsigned kept = 0;
 
-	for (unsigned i = 0; i < r->naccepted; i++) {
-		if (r->accepted[i] == c)
-			continue;
-		r->accepted[kept] = r->accepted[i];
-		r->counters[kept++] = r->counters[i];
-	}
+	for (unsigned i = 0; i < r->naccepted; i++)
+		if (r->accepted[i].c != c)
+			r->accepted[kept++] = r->accepted[i];
 	r->naccepted = kept;
 }
 
@@ -117,39 +115,56 @@ static void reconnect_flush(struct timer *t, void *arg)
 	struct rackd *d = arg;
 	struct reconnect_state *r = d->reconnect;
 	unsigned n = r->naccepted;
+	struct conn **batch = xcalloc(n ? n : 1, sizeof(*batch));
 
 	(void)t;
 	r->naccepted = 0;
-	if (splice_apply(d, r->accepted, n))
-		return;
 	for (unsigned i = 0; i < n; i++)
-		if (channel_send_numbered(d, r->accepted[i], EDP_RECONNECT_ACK,
-					r->counters[i]) == 0)
+		batch[i] = r->accepted[i].c;
+	if (splice_apply(d, batch, n))
+		goto out;
+	for (unsigned i = 0; i < n; i++) {
+		struct reconnect_pending *a = &r->accepted[i];
+		/* Answered in kind: a SYN with a SYN-ACK; a zero-length
+		 * RECONNECT (rackds before reconnection SYNs) likewise. */
+		int ret = a->syn ? rcsyn_send_synack(d, a->c, a->counter,
+						     &a->seen)
+				 : channel_send_numbered(d, a->c,
+						EDP_RECONNECT_ACK, a->counter);
+
+		if (ret == 0)
 			d->reconnect->stats.sent++;
+	}
 	for (unsigned i = 0; i < n; i++)
-		resume_one(d, r->accepted[i]);
+		resume_one(d, batch[i]);
+out:
+	free(batch);
 }
 
-static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
+static void accept_later(struct rackd *d, struct conn *c, uint32_t counter,
+			 const struct rcsyn_seen *syn)
 {
 	struct reconnect_state *r = d->reconnect;
+	struct reconnect_pending *a;
 
 	if (r->naccepted == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 64;
 		r->accepted = xreallocarray(r->accepted, r->cap,
 					    sizeof(*r->accepted));
-		r->counters = xreallocarray(r->counters, r->cap,
-					    sizeof(*r->counters));
 	}
-	r->accepted[r->naccepted] = c;
-	r->counters[r->naccepted++] = counter;
+	a = &r->accepted[r->naccepted++];
+	*a = (struct reconnect_pending){ .c = c, .counter = counter,
+					 .syn = syn != NULL };
+	if (syn)
+		a->seen = *syn;
 	if (!timer_pending(&r->flush))
 		loop_timer_arm(d->loop, &r->flush, 0);
 }
 
 /* The peer moved (or asks again): follow it to the segment's endpoints. */
 static uint32_t reconnect_take(struct rackd *d, struct conn *c,
-			       const struct packet *p, uint32_t counter)
+			       const struct packet *p, uint32_t counter,
+			       const struct rcsyn_seen *syn)
 {
 	struct conn_edp *e = c->edp;
 	struct endpoint wl = { .addr = p->dst, .port = p->dport };
@@ -183,13 +198,13 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 		live_move(d, c, false);
 		event_moved(d, c);
 	}
-	accept_later(d, c, counter);
+	accept_later(d, c, counter, syn);
 	return NF_DROP;
 }
 
 /* Our reconnection was accepted: the peer splices onto our endpoints. */
 static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
-				uint32_t counter)
+				uint32_t counter, const struct rcsyn_seen *synack)
 {
 	struct conn_edp *e = c->edp;
 
@@ -199,6 +214,9 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	}
 	e->hb_acked = counter;
 	d->reconnect->stats.acks_in++;
+	/* The handshake's third segment, before the sockets resume. */
+	if (synack && rcsyn_send_ack(d, c, synack) == 0)
+		d->reconnect->stats.acks_out++;
 	if (counter > e->rc_base && !c->confirmed) {
 		c->confirmed = true;
 		e->rc_answers++;
@@ -210,10 +228,12 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	return NF_DROP;
 }
 
-/* A RECONNECT or RECONNECT_ACK for C arriving in segment P. */
-static uint32_t reconnect_input(struct rackd *d, struct conn *c,
-				const struct packet *p,
-				const struct edp_msg *m)
+/* A RECONNECT or RECONNECT_ACK for C arriving in segment P: a SYN or
+ * SYN-ACK when SYN says what it carried, else a zero-length segment. */
+static uint32_t reconnect_message(struct rackd *d, struct conn *c,
+				  const struct packet *p,
+				  const struct edp_msg *m,
+				  const struct rcsyn_seen *syn)
 {
 	struct conn_edp *e = c->edp;
 
@@ -226,8 +246,38 @@ static uint32_t reconnect_input(struct rackd *d, struct conn *c,
 		return NF_DROP;
 	}
 	if (m->type == EDP_RECONNECT)
-		return reconnect_take(d, c, p, m->counter);
-	return reconnect_acked(d, c, m->counter);
+		return reconnect_take(d, c, p, m->counter, syn);
+	return reconnect_acked(d, c, m->counter, syn);
+}
+
+/* Zero-length RECONNECTs, as rackds sent them before reconnection SYNs:
+ * still followed (same MAC and counter checks), answered in kind. */
+static uint32_t reconnect_input(struct rackd *d, struct conn *c,
+				const struct packet *p,
+				const struct edp_msg *m)
+{
+	return reconnect_message(d, c, p, m, NULL);
+}
+
+uint32_t reconnect_syn_input(struct rackd *d, const struct packet *p)
+{
+	struct reconnect_stats *st = &d->reconnect->stats;
+	struct rcsyn_seen seen;
+	struct edp_msg m;
+	struct conn *c;
+
+	/* A racks message like any other, in the counters too. */
+	d->edp.msgs_in++;
+	if (rcsyn_parse(p, &m, &seen)) {
+		st->malformed++;
+		return NF_DROP;
+	}
+	c = conn_find_edp(&d->conns, m.conn_id);
+	if (!c) {
+		st->unknown++;
+		return NF_DROP;
+	}
+	return reconnect_message(d, c, p, &m, &seen);
 }
 
 int reconnect_handle_messages(struct rackd *d)

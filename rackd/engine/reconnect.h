@@ -3,15 +3,19 @@
  * Authenticated reconnection. An end whose endpoints changed (its address
  * was removed, or "rackctl peer" named a new one for the peer) first
  * splices its own side, then sends RECONNECT from the new endpoints: a
- * zero-length segment of the connection carrying racks' option with the
- * connection id, a counter and a MAC under the connection's key.
+ * SYN that rackd crafts (rcsyn.h), whose payload is racks' option with
+ * the connection id, a counter and a MAC under the connection's key. The
+ * peer rackd consumes it and answers in a SYN-ACK; the mover completes
+ * the handshake with a heartbeat, so that every NAT and stateful firewall
+ * on the new path sees a flow open as any other.
  *
  *   mover                                        peer
  *   splice (socket <-> new wire endpoints)
- *   RECONNECT(id, n, mac)  ------------------>   verify MAC, n > last n
+ *   SYN RECONNECT(id, n, mac)  -------------->   verify MAC, n > last n
  *                                                splice onto the segment's
  *                                                source and destination
- *                          <------------------   RECONNECT_ACK(id, n, mac)
+ *                     <-----------------------   SYN-ACK RECONNECT_ACK
+ *   ACK HEARTBEAT(n + 1, mac)  -------------->   (id, n, mac)
  *   resume                                       resume
  *
  * Nothing changes on the peer before the MAC and the counter check out,
@@ -29,6 +33,7 @@
 #include "event.h"
 #include "option.h"
 #include "packet.h"
+#include "rcsyn.h"
 #include "timer.h"
 
 struct reconnect_stats {
@@ -38,11 +43,21 @@ struct reconnect_stats {
 	uint64_t refused_replay;	/* counter not above the last one */
 	uint64_t refused_other;		/* wrong port or family, bad state */
 	uint64_t manual;		/* rackctl peer */
+	uint64_t malformed;		/* reconnection SYN without a message */
+	uint64_t unknown;		/* reconnection SYN for no connection */
+	uint64_t acks_out;		/* handshakes completed (third segment) */
+};
+
+/* An accepted reconnection, to splice, answer and resume. */
+struct reconnect_pending {
+	struct conn *c;
+	uint32_t counter;		/* the counter the answer carries */
+	bool syn;			/* it came in a SYN: answer a SYN-ACK */
+	struct rcsyn_seen seen;		/* that SYN's end and timestamp */
 };
 
 struct reconnect_state {
-	struct conn **accepted;		/* to splice, answer and resume */
-	uint32_t *counters;		/* the counter each one answers */
+	struct reconnect_pending *accepted;
 	unsigned naccepted, cap;
 	struct timer flush;
 	struct reconnect_stats stats;
@@ -60,6 +75,9 @@ void reconnect_send(struct rackd *d, struct conn *c);
 /* RECONNECT and RECONNECT_ACK go to reconnection (channel.h); 0 or
  * -errno. */
 int reconnect_handle_messages(struct rackd *d);
+/* A reconnection SYN or SYN-ACK (rcsyn_carried()) arriving in P: always
+ * consumed, whatever it says; returns the verdict (NF_DROP). */
+uint32_t reconnect_syn_input(struct rackd *d, const struct packet *p);
 /* C is going away: forget any pending answer for it. */
 void reconnect_forget(struct rackd *d, struct conn *c);
 /* Subscriber (ARG: the rackd): reconnect_forget() when C closes or goes. */

@@ -19,6 +19,7 @@
 #include "loop.h"
 #include "migrate.h"
 #include "offerset.h"
+#include "rcsyn.h"
 #include "reconnect.h"
 #include "rewrite.h"
 #include "setup.h"
@@ -462,7 +463,13 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		return;
 	}
 	syn_ack = p.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST);
-	if (syn_ack == TCP_FLAG_SYN)
+	/* A reconnection travels in a SYN (SYN-ACK) of the connection's
+	 * peer rackd: by its id to reconnection, never an offer of a new
+	 * connection, and never seen by a socket (a listener's included). */
+	if (!outbound && (syn_ack & ~TCP_FLAG_ACK) == TCP_FLAG_SYN &&
+	    rcsyn_carried(&p))
+		queue_verdict(q, qp->id, reconnect_syn_input(d, &p));
+	else if (syn_ack == TCP_FLAG_SYN)
 		track_syn(d, q, qp, &p, outbound);
 	else if (syn_ack == (TCP_FLAG_SYN | TCP_FLAG_ACK))
 		track_synack(d, q, qp, &p, outbound);

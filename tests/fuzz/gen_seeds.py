@@ -3,7 +3,8 @@
 
 Packets: an IPv4 SYN with MSS/SACK_PERM/TS/WS, an IPv6 SYN-ACK, and an
 IPv6 ACK behind hop-by-hop and destination options headers carrying SACK
-blocks and an RFC 6994 experimental option. Also one racks.conf and one
+blocks and an RFC 6994 experimental option, racks messages and a
+reconnection SYN. Also one racks.conf and one
 control-protocol request, since every fuzz target reads every seed.
 """
 import ipaddress
@@ -79,6 +80,15 @@ def main():
     confirm = bytes([254, 21, 0x72, 0x61, 0x14]) + bytes(16) + b"\x01" * 3
     seeds["ipv6_racks_confirm.bin"] = ipv6(v6b, v6a, 6, tcp(
         v6b, v6a, 80, 40000, 0x11223345, 0x6B8B4568, 0x10, confirm))
+    # A reconnection SYN: 28 bytes of options ending with racks' marker,
+    # the RECONNECT message (36 bytes) as payload.
+    rc_opts = (struct.pack("!BBH", 2, 4, 1460) + b"\x01\x03\x03\x07" +
+               b"\x04\x02" + struct.pack("!BBII", 8, 10, 1, 0) +
+               bytes([254, 5, 0x72, 0x61, 0x18, 1, 1, 1]))
+    rc_msg = bytes([254, 33, 0x72, 0x61, 0x18]) + bytes(range(8)) + \
+        struct.pack("!I", 7) + bytes(16) + b"\x01" * 3
+    seeds["ipv4_racks_reconnect_syn.bin"] = ipv4(v4a, v4b, tcp(
+        v4a, v4b, 40000, 80, 0x6B8B4568 - 37, 0, 0x02, rc_opts, rc_msg))
     seeds["racks.conf"] = (
         b"# racks.conf seed\nqueue = 4207\nqueue_mode = auto\n"
         b"queue_maxlen = 4096\nmark = 0x7261636b\n"

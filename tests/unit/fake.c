@@ -73,6 +73,15 @@ int inject_send(struct inject *inj, const struct inject_segment *seg)
 	f->flags = seg->flags;
 	f->window = seg->window;
 	f->optlen = seg->optlen;
+	if (seg->optlen)
+		memcpy(f->options, seg->options,
+		       seg->optlen < sizeof(f->options) ? seg->optlen
+							: sizeof(f->options));
+	f->paylen = seg->paylen;
+	if (seg->paylen)
+		memcpy(f->payload, seg->payload,
+		       seg->paylen < sizeof(f->payload) ? seg->paylen
+							: sizeof(f->payload));
 	fake_nsent++;
 	return 0;
 }

@@ -32,6 +32,9 @@ struct fake_segment {
 	uint8_t flags;
 	uint16_t window;
 	size_t optlen;
+	uint8_t options[40];	/* the first 40 bytes of each */
+	size_t paylen;
+	uint8_t payload[64];	/* the first 64 bytes */
 };
 extern struct fake_segment fake_sent[FAKE_MAX];
 extern unsigned fake_nsent;

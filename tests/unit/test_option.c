@@ -335,7 +335,38 @@ TEST(names)
 	CHECK_EQ_STR(edp_error_name((enum edp_error)-1), "unknown");
 }
 
+TEST(marker)
+{
+	static const uint8_t want[EDP_MARKER_SIZE] = { 254, 5, 0x72, 0x61,
+						       0x18, 1, 1, 1 };
+	uint8_t out[EDP_MARKER_SIZE];
+	struct edp_msg m;
+
+	CHECK_EQ_INT(edp_marker_build(EDP_RECONNECT, out, sizeof(out)),
+		     EDP_MARKER_SIZE);
+	CHECK_EQ_MEM(out, want, sizeof(want));
+	CHECK_EQ_INT(edp_marker_type(out, 5), EDP_RECONNECT);
+	CHECK_EQ_INT(edp_marker_build(EDP_RECONNECT_ACK, out, 7), 0);
+	CHECK_EQ_INT(edp_marker_build(EDP_TYPE_MAX, out, sizeof(out)), 0);
+	/* Not a marker: another length, version, type, or ExID. */
+	CHECK_EQ_INT(edp_marker_type(out, 6), 0);
+	out[4] = 0x28;
+	CHECK_EQ_INT(edp_marker_type(out, 5), 0);
+	out[4] = 0x1f;
+	CHECK_EQ_INT(edp_marker_type(out, 5), 0);
+	out[4] = 0x18;
+	out[3] = 0x62;
+	CHECK_EQ_INT(edp_marker_type(out, 5), 0);
+	/* A message parser never takes a marker for a message. */
+	CHECK_EQ_INT(edp_option_parse(want, 5, &m), EDP_ERR_LENGTH);
+	/* The magic the ruleset matches is a numbered option's start. */
+	CHECK_EQ_INT(EDP_NUMBERED_LEN, 33);
+	CHECK_EQ_INT(EDP_RCSYN_MAGIC, 0xfe217261u);
+	CHECK_EQ_INT(EDP_RCSYN_DOFF, 12);
+}
+
 static const struct unit_test tests[] = {
+	UNIT(marker),
 	UNIT(round_trip_every_type),
 	UNIT(exact_bytes_and_padding),
 	UNIT(build_without_room),

@@ -48,6 +48,43 @@ int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 	return 0;
 }
 
+/* Reconnection SYNs: recorded as messages of their type; what the next
+ * one parsed says is set by the test. */
+static struct rcsyn_seen answered;	/* the SYN a SYN-ACK answered */
+static unsigned third_acks;
+static int parse_err;
+static struct edp_msg parsed;
+static struct rcsyn_seen parsed_seen;
+
+int rcsyn_send_syn(struct rackd *d, struct conn *c, uint32_t counter)
+{
+	return channel_send_numbered(d, c, EDP_RECONNECT, counter);
+}
+
+int rcsyn_send_synack(struct rackd *d, struct conn *c, uint32_t counter,
+		      const struct rcsyn_seen *syn)
+{
+	answered = *syn;
+	return channel_send_numbered(d, c, EDP_RECONNECT_ACK, counter);
+}
+
+int rcsyn_send_ack(struct rackd *d, struct conn *c,
+		   const struct rcsyn_seen *synack)
+{
+	(void)d, (void)c, (void)synack;
+	third_acks++;
+	return 0;
+}
+
+int rcsyn_parse(const struct packet *p, struct edp_msg *m,
+		struct rcsyn_seen *s)
+{
+	(void)p;
+	*m = parsed;
+	*s = parsed_seen;
+	return parse_err;
+}
+
 static int splice_err;
 static unsigned spliced, held, resumed, nudged, heard, moved, probed;
 static struct endpoint spliced_remote;
@@ -126,6 +163,9 @@ static struct conn *setup(void)
 	mac_valid = true;
 	splice_err = 0;
 	nmsgs = spliced = held = resumed = nudged = heard = moved = probed = 0;
+	third_acks = 0;
+	parse_err = 0;
+	memset(&answered, 0, sizeof(answered));
 	memset(&path, 0, sizeof(path));
 	c = fake_conn(&d, "10.0.0.1:22", "10.0.0.2:40000", false);
 	c->host = &path;
@@ -343,7 +383,105 @@ TEST(test_manual_peer_moves_and_holds)
 	teardown();
 }
 
+/* A reconnection SYN (or SYN-ACK) from SRC to DST, carrying TYPE. */
+static uint32_t deliver_syn(struct conn *c, uint8_t type, uint32_t counter,
+			    uint64_t conn_id, const char *src, const char *dst)
+{
+	struct endpoint s, t;
+	struct packet p = { 0 };
+	bool port;
+
+	parsed = (struct edp_msg){ .version = EDP_VERSION, .type = type,
+				   .conn_id = conn_id, .counter = counter };
+	parsed_seen = (struct rcsyn_seen){ .end = 5000, .ack = 7000,
+					   .has_ts = true, .tsval = 42 };
+	(void)c;
+	CHECK(endpoint_parse(src, &s, &port) == 0);
+	CHECK(endpoint_parse(dst, &t, &port) == 0);
+	p.src = s.addr;
+	p.sport = s.port;
+	p.dst = t.addr;
+	p.dport = t.port;
+	p.flags = TCP_FLAG_SYN |
+		  (type == EDP_RECONNECT_ACK ? TCP_FLAG_ACK : 0);
+	return reconnect_syn_input(&d, &p);
+}
+
+TEST(test_syn_reconnection_answered_by_synack)
+{
+	struct conn *c = setup();
+
+	conn_index_edp(&d.conns, c, c->edp->conn_id);
+	/* Through a NAT: another address and port than the socket's. */
+	CHECK_EQ_INT(deliver_syn(c, EDP_RECONNECT, 3, c->edp->conn_id,
+				 "10.0.7.2:61000", "10.0.0.1:22"), NF_DROP);
+	CHECK_EQ_INT(d.reconnect->stats.accepted, 1);
+	CHECK_EQ_INT(c->wire_remote.port, 61000);
+	fake_advance(0);
+	/* Spliced, then answered with a SYN-ACK naming that SYN's end. */
+	CHECK_EQ_INT(spliced, 1);
+	CHECK_EQ_INT(sent_of(EDP_RECONNECT_ACK), 1);
+	CHECK_EQ_INT(answered.end, 5000);
+	CHECK_EQ_INT(answered.tsval, 42);
+	teardown();
+}
+
+TEST(test_syn_reconnection_refused)
+{
+	struct conn *c = setup();
+
+	conn_index_edp(&d.conns, c, c->edp->conn_id);
+	/* Not a message: consumed, counted, nothing else. */
+	parse_err = -EBADMSG;
+	CHECK_EQ_INT(deliver_syn(c, EDP_RECONNECT, 3, c->edp->conn_id,
+				 "10.0.7.2:61000", "10.0.0.1:22"), NF_DROP);
+	CHECK_EQ_INT(d.reconnect->stats.malformed, 1);
+	parse_err = 0;
+	/* No such connection. */
+	CHECK_EQ_INT(deliver_syn(c, EDP_RECONNECT, 3, c->edp->conn_id + 1,
+				 "10.0.7.2:61000", "10.0.0.1:22"), NF_DROP);
+	CHECK_EQ_INT(d.reconnect->stats.unknown, 1);
+	/* Forged, then replayed. */
+	mac_valid = false;
+	deliver_syn(c, EDP_RECONNECT, 3, c->edp->conn_id, "10.0.7.2:61000",
+		    "10.0.0.1:22");
+	CHECK_EQ_INT(d.reconnect->stats.refused_mac, 1);
+	mac_valid = true;
+	c->edp->hb_in = 3;
+	deliver_syn(c, EDP_RECONNECT, 3, c->edp->conn_id, "10.0.7.2:61000",
+		    "10.0.0.1:22");
+	CHECK_EQ_INT(d.reconnect->stats.refused_replay, 1);
+	fake_advance(1);
+	CHECK_EQ_INT(spliced, 0);
+	CHECK_EQ_INT(nmsgs, 0);
+	CHECK_EQ_INT(c->wire_remote.port, 40000);
+	teardown();
+}
+
+TEST(test_synack_completes_the_handshake)
+{
+	struct conn *c = setup();
+
+	conn_index_edp(&d.conns, c, c->edp->conn_id);
+	c->edp->hb_out = 10;
+	reconnect_begin(c);
+	reconnect_send(&d, c);
+	/* A replayed answer completes nothing. */
+	deliver_syn(c, EDP_RECONNECT_ACK, 12, c->edp->conn_id,
+		    "10.0.0.2:40000", "10.0.0.1:22");
+	CHECK_EQ_INT(third_acks, 0);
+	deliver_syn(c, EDP_RECONNECT_ACK, 11, c->edp->conn_id,
+		    "10.0.0.2:40000", "10.0.0.1:22");
+	CHECK(c->confirmed);
+	CHECK_EQ_INT(third_acks, 1);
+	CHECK_EQ_INT(d.reconnect->stats.acks_out, 1);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
+	UNIT(test_syn_reconnection_answered_by_synack),
+	UNIT(test_syn_reconnection_refused),
+	UNIT(test_synack_completes_the_handshake),
 	UNIT(test_registers_reconnections),
 	UNIT(test_refused),
 	UNIT(test_refused_then_retried_and_accepted),
