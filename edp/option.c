@@ -24,9 +24,25 @@ static size_t body_len(uint8_t type)
 	case EDP_AWAY:
 	case EDP_AWAY_ACK:
 		return 8 + 4 + EDP_MAC_LEN;
+	case EDP_ADOPT:
+		/* Seven reserved bytes (zero): the segment's data offset must
+		 * be 11 or more, as every message's (ruleset.c). */
+		return 4 + 4 + 1 + 7;
 	default:
 		return 0;
 	}
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
 }
 
 size_t edp_option_size(uint8_t type)
@@ -72,6 +88,11 @@ enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 	case EDP_DONE:
 		memcpy(m->mac, body, EDP_MAC_LEN);
 		break;
+	case EDP_ADOPT:
+		m->x_own = get_u32(body);
+		m->x_peer = get_u32(body + 4);
+		m->flags = body[8];
+		break;
 	default:	/* numbered */
 		for (int i = 0; i < 8; i++)
 			m->conn_id = m->conn_id << 8 | body[i];
@@ -107,6 +128,12 @@ size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room)
 	case EDP_CONFIRM:
 	case EDP_DONE:
 		memcpy(out + 5, m->mac, EDP_MAC_LEN);
+		break;
+	case EDP_ADOPT:
+		put_u32(out + 5, m->x_own);
+		put_u32(out + 9, m->x_peer);
+		out[13] = m->flags;
+		memset(out + 14, 0, 7);
 		break;
 	default:	/* numbered */
 		for (int i = 0; i < 8; i++)
@@ -155,6 +182,7 @@ const char *edp_type_name(uint8_t type)
 		[EDP_RECONNECT] = "reconnect",
 		[EDP_RECONNECT_ACK] = "reconnect_ack",
 		[EDP_AWAY] = "away", [EDP_AWAY_ACK] = "away_ack",
+		[EDP_ADOPT] = "adopt",
 	};
 
 	return type < EDP_TYPE_MAX && names[type] ? names[type] : "unknown";

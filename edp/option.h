@@ -18,6 +18,14 @@
  *   9 RECONNECT_ACK conn id (8), counter (4), MAC (16)  33
  *  10 AWAY         conn id (8), counter (4), MAC (16)   33
  *  11 AWAY_ACK     conn id (8), counter (4), MAC (16)   33
+ *  12 ADOPT        x_own (4), x_peer (4), flags (1),
+ *                  reserved (7, zero)                    21
+ *
+ * ADOPT starts the late set-up of a connection whose handshake did not
+ * carry racks (adopt.h): x_own is the sequence number of the first byte
+ * the sender sends on it (its ISN + 1), x_peer the one of the first byte
+ * it receives; flag EDP_ADOPT_AGREED says that the sender has heard the
+ * receiver's own ADOPT with the same two numbers (so it needs no answer).
  *
  * AWAY says that the sender's end is about to be checkpointed and moved
  * (rackckpt): the receiver holds its socket until a RECONNECT arrives
@@ -86,6 +94,7 @@ enum edp_type {
 	EDP_RECONNECT_ACK = 9,
 	EDP_AWAY = 10,
 	EDP_AWAY_ACK = 11,
+	EDP_ADOPT = 12,
 	EDP_TYPE_MAX
 };
 
@@ -107,7 +116,10 @@ struct edp_msg {
 	uint8_t mac[EDP_MAC_LEN];
 	uint64_t conn_id;	/* numbered messages */
 	uint32_t counter;
+	uint32_t x_own, x_peer;	/* ADOPT */
 };
+
+#define EDP_ADOPT_AGREED 0x01
 
 /* Heartbeats and reconnections: conn id, counter and MAC. */
 static inline int edp_type_numbered(uint8_t type)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adoptset.h"
 #include "announce.h"
 #include "conn.h"
 #include "log.h"
@@ -193,7 +194,7 @@ static void reconnect_rules(FILE *f, const struct config *cfg)
  * having passed the steps before it: nothing after step 1 rewrites.
  */
 void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
-			  bool held)
+			  bool held, bool adopting)
 {
 	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
 	fprintf(f, ADD_RULE "output tcp flags & (fin | syn | rst) == syn meta "
@@ -201,6 +202,8 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 		cfg->mark);
 	if (held)
 		held_rules(f, cfg, "output", "s", "d");
+	if (adopting)
+		adoptset_rules(f, cfg, "output");
 
 	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
 		RULESET_PREROUTING);
@@ -260,6 +263,7 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	fprintf(f, "\tset held6 {\n\t\ttype ipv6_addr . inet_service . "
 		   "ipv6_addr . inet_service\n\t}\n");
 	offerset_declare(f);
+	adoptset_declare(f);
 	splicemap_declare(f);
 	fprintf(f, "\tchain divert {\n");
 	if (native_queue)
@@ -275,7 +279,7 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 		PREROUTING_PRIORITY);
 	splicemap_chains(f);
 	fprintf(f, "}\n");
-	ruleset_chains_write(f, cfg, false, false);
+	ruleset_chains_write(f, cfg, false, false, false);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
 	return buf;
@@ -436,8 +440,8 @@ void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
 }
 
 int ruleset_held(const struct config *cfg, struct conn *const *conns,
-		 unsigned n, bool add, bool chains, bool spliced, char *err,
-		 size_t errlen)
+		 unsigned n, bool add, bool chains, bool spliced, bool adopting,
+		 char *err, size_t errlen)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -450,10 +454,10 @@ int ruleset_held(const struct config *cfg, struct conn *const *conns,
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
 	if (chains && add)
-		ruleset_chains_write(f, cfg, spliced, true);
+		ruleset_chains_write(f, cfg, spliced, true, adopting);
 	ruleset_held_write(f, conns, n, add);
 	if (chains && !add)
-		ruleset_chains_write(f, cfg, spliced, false);
+		ruleset_chains_write(f, cfg, spliced, false, adopting);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

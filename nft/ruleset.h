@@ -42,15 +42,16 @@ struct conn;
  * the splicing rules as SPLICED says): the held-flow rules go in with the
  * first connection held and out with the last one released. */
 int ruleset_held(const struct config *cfg, struct conn *const *conns,
-		 unsigned n, bool add, bool chains, bool spliced, char *err,
-		 size_t errlen);
+		 unsigned n, bool add, bool chains, bool spliced, bool adopting,
+		 char *err, size_t errlen);
 void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
 			bool add);
 /* Rewrite the rules of the base chains (output, prerouting, splice_out):
- * with SPLICED, the splicing rules; with HELD, those diverting held flows.
- * Whoever changes one of the two passes the other's current state. */
+ * with SPLICED, the splicing rules; with HELD, those diverting held flows;
+ * with ADOPTING, those diverting flows being adopted (adoptset.h).
+ * Whoever changes one of the three passes the others' current state. */
 void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
-			  bool held);
+			  bool held, bool adopting);
 
 /* Run an nft SCRIPT (element updates) as one transaction; on failure err
  * holds its first error line. */

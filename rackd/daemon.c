@@ -27,6 +27,7 @@
 #include "local.h"
 #include "log.h"
 #include "loop.h"
+#include "adopt.h"
 #include "notify.h"
 #include "offerset.h"
 #include "queue.h"
@@ -52,10 +53,12 @@ static char *state_script(struct rackd *d, const struct config *cfg)
 	for (struct conn *c = d->conns.head; c; c = c->next)
 		if (c->hold)
 			held[n++] = c;
-	if (n || d->splice->mapped)
-		ruleset_chains_write(f, cfg, d->splice->mapped > 0, n > 0);
+	if (n || d->splice->mapped || d->adopt_rules)
+		ruleset_chains_write(f, cfg, d->splice->mapped > 0, n > 0,
+				     d->adopt_rules);
 	ruleset_held_write(f, held, (unsigned)n, true);
 	splice_write_state(d, f);
+	adopt_write_state(d, f);
 	free(held);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");
@@ -307,6 +310,8 @@ void daemon_start(struct rackd *d)
 		 d->cfg->queue_num, config_queue_mode_name(d->queue_mode),
 		 d->sock_path);
 
+	/* Established connections it does not know: adopted. */
+	adopt_init(d);
 	timer_init(&d->sweep_timer, on_sweep, d);
 	loop_timer_arm(d->loop, &d->sweep_timer, d->cfg->sweep_interval_ms);
 	d->started = time(NULL);
@@ -350,11 +355,13 @@ void daemon_stop(struct rackd *d)
 		free(c->hold);
 		c->hold = NULL;
 		live_detach(d, c);
+		adopt_reset(d, c);
 		/* Keys live only in memory, and are wiped before it is freed. */
 		setup_free(d, c);
 		loop_timer_cancel(d->loop, &c->expiry);
 	}
 	conn_table_free(&d->conns, NULL);
+	adopt_close(d);
 	inject_close(d->inject);
 	offerset_close(d->offers);
 	keypool_wipe(&d->keys);

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "adopt.h"
 #include "caps.h"
 #include "channel.h"
 #include "ctl.h"
@@ -34,6 +35,7 @@
 #include "setup.h"
 #include "splice.h"
 #include "state.h"
+#include "track.h"
 
 struct options {
 	bool foreground;
@@ -202,6 +204,7 @@ static void subscribe(struct rackd *d)
 		{ LIVE_EVENTS, live_event },
 		{ RECONNECT_EVENTS, reconnect_event },
 		{ SPLICE_EVENTS, splice_event },
+		{ ADOPT_EVENTS, adopt_event },
 		{ SETUP_EVENTS, setup_event },
 	};
 
@@ -223,6 +226,11 @@ static const struct live_ops path_ops = {
 	.unhold = hold_free,
 };
 
+/* What adoption needs of the tracker (adopt.h). */
+static const struct adopt_ops adopt_ops = {
+	.new_conn = track_restore,
+};
+
 /* Which module handles which of racks' message types (channel.h). */
 static void handle_messages(struct rackd *d)
 {
@@ -232,6 +240,7 @@ static void handle_messages(struct rackd *d)
 		live_handle_messages,
 		reconnect_handle_messages,
 		migrate_handle_messages,
+		adopt_handle_messages,
 	};
 
 	d->channel = &channel;
@@ -244,6 +253,7 @@ static void wire(struct rackd *d)
 {
 	handle_messages(d);
 	live_set_ops(d, &path_ops);
+	adopt_set_ops(d, &adopt_ops);
 	subscribe(d);
 	d->reload = daemon_reload;
 }
@@ -258,6 +268,7 @@ static void provide_state(struct rackd *d)
 	static struct local_state local;
 	static struct state_file state;
 	static struct migrate_stats migrate;
+	static struct adopt_state adopt;
 
 	d->live = &live;
 	d->reconnect = &reconnect;
@@ -265,6 +276,7 @@ static void provide_state(struct rackd *d)
 	d->local = &local;
 	d->state = &state;
 	d->migrate = &migrate;
+	d->adopt = &adopt;
 }
 
 int main(int argc, char **argv)

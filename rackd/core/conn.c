@@ -284,6 +284,7 @@ const char *conn_state_name(enum conn_state state)
 		[CONN_CONNECTED] = "connected",
 		[CONN_SUSPENDED] = "suspended",
 		[CONN_RELEASED] = "released",
+		[CONN_ADOPTING] = "adopting",
 	};
 
 	return (unsigned)state < CONN_STATE_MAX ? names[state] : "?";
@@ -305,10 +306,28 @@ const char *conn_unmanaged_name(enum conn_unmanaged why)
 		[UNMANAGED_BAD_OFFER] = "bad_offer",
 		[UNMANAGED_OFFER_FAILED] = "offer_failed",
 		[UNMANAGED_SETUP_TIMEOUT] = "setup_timeout",
+		[UNMANAGED_PREDATES_RACKD] = "predates_rackd",
+		[UNMANAGED_HANDSHAKE_UNSEEN] = "handshake_unseen",
+		[UNMANAGED_ADOPTION_UNANSWERED] = "adoption_unanswered",
+		[UNMANAGED_ADOPTION_FAILED] = "adoption_failed",
+		[UNMANAGED_PEER_FORGOT] = "peer_forgot",
 	};
 
 	return (unsigned)why < sizeof(names) / sizeof(names[0]) ?
 		names[why] : NULL;
+}
+
+const char *conn_adoption_name(enum conn_adoption a)
+{
+	static const char *const names[ADOPTION_MAX] = {
+		[ADOPTION_NONE] = "none", [ADOPTION_LEARNING] = "learning",
+		[ADOPTION_OFFERED] = "offered", [ADOPTION_SETUP] = "setup",
+		[ADOPTION_DONE] = "adopted",
+		[ADOPTION_UNANSWERED] = "unanswered",
+		[ADOPTION_FAILED] = "failed",
+	};
+
+	return (unsigned)a < ADOPTION_MAX ? names[a] : "?";
 }
 
 const char *conn_dir_name(enum conn_dir dir)

@@ -21,6 +21,8 @@ enum conn_state {
 	CONN_CONNECTED,		/* managed: both rackds hold the key */
 	CONN_SUSPENDED,		/* peer unheard: the socket is held open */
 	CONN_RELEASED,		/* plain peer or failed set-up: left alone */
+	CONN_ADOPTING,		/* established without racks: learning its
+				 * sequence numbers, asking the peer (adopt.h) */
 	CONN_STATE_MAX
 };
 
@@ -79,7 +81,31 @@ enum conn_unmanaged {
 	UNMANAGED_BAD_OFFER,	/* the peer's SYN carried an unusable option */
 	UNMANAGED_OFFER_FAILED,	/* our SYN-ACK could not be diverted */
 	UNMANAGED_SETUP_TIMEOUT,	/* the key agreement did not complete */
+	UNMANAGED_PREDATES_RACKD,	/* established before rackd started (or
+				 * before it restarted without its state) */
+	UNMANAGED_HANDSHAKE_UNSEEN,	/* its handshake reached this end
+				 * without racks: the peer rackd asked */
+	UNMANAGED_ADOPTION_UNANSWERED,	/* adoption: the peer never answered
+				 * (no rackd there) */
+	UNMANAGED_ADOPTION_FAILED,	/* adoption: its sequence numbers could
+				 * not be learnt, or the ends disagreed */
+	UNMANAGED_PEER_FORGOT,	/* managed, until the peer rackd lost its
+				 * state: adopted again */
 };
+
+/* Where a connection is in its late set-up (adopt.h); shown by rackctl. */
+enum conn_adoption {
+	ADOPTION_NONE,
+	ADOPTION_LEARNING,	/* reading its live sequence numbers */
+	ADOPTION_OFFERED,	/* ADOPT sent, waiting for the peer's */
+	ADOPTION_SETUP,		/* agreed: key set-up as after a handshake */
+	ADOPTION_DONE,		/* managed */
+	ADOPTION_UNANSWERED,	/* given up: no answer (a plain peer) */
+	ADOPTION_FAILED,	/* given up: see its unmanaged reason */
+	ADOPTION_MAX
+};
+
+struct conn_adopt;		/* learning state, see adopt.h */
 
 struct conn_table;
 
@@ -101,6 +127,10 @@ struct conn {
 	bool offered;		/* our SYN / the peer's SYN carried racks' option */
 	uint8_t syns;		/* SYNs seen: only the first carries the option */
 	enum conn_unmanaged unmanaged;	/* why it was released */
+	enum conn_adoption adoption;
+	enum conn_unmanaged cause;	/* why adoption was needed */
+	struct conn_adopt *adopt;	/* only while adopting */
+	uint8_t adoptions;	/* adoptions begun (bounded) */
 	uint64_t state_since;	/* monotonic ms */
 	struct conn_edp *edp;	/* only while / once the peer is racks */
 	struct live_peer *host;	/* the path it shares heartbeats with */
@@ -193,6 +223,7 @@ const char *conn_peer_name(enum conn_peer peer);
 /* NULL for UNMANAGED_NO. */
 const char *conn_unmanaged_name(enum conn_unmanaged why);
 const char *conn_dir_name(enum conn_dir dir);
+const char *conn_adoption_name(enum conn_adoption a);
 const char *conn_tcp_state_name(uint8_t tcp_state);
 
 #endif

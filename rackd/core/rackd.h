@@ -36,6 +36,8 @@ struct splice_stats;
 struct local_state;
 struct state_file;
 struct migrate_stats;
+struct adopt_state;
+struct adoptset;
 
 struct rackd_stats {
 	uint64_t malformed;		/* sum of malformed_by[] */
@@ -112,6 +114,11 @@ struct rackd {
 	 * held flows exist while there are any, and whoever rewrites the
 	 * chains (splice.c too) says so. */
 	unsigned held;
+	/* The output chain diverts flows being adopted (adopt.c): same
+	 * contract as held. */
+	bool adopt_rules;
+	struct adopt_state *adopt;
+	struct adoptset *adoptset;
 	/* The engine's and the state file's own: their modules define
 	 * them, main.c provides them. */
 	struct live_state *live;

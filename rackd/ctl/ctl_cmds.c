@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "adopt.h"
 #include "ctl_migrate.h"
 #include "hold.h"
 #include "liveness.h"
@@ -69,6 +70,25 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_bad_seq", e->bad_seq);
 	put_u64(out, "edp_probe_fins", e->probe_fins);
 	put_u64(out, "edp_probes_answered", e->probes_answered);
+}
+
+static void put_adopt_stats(FILE *out, const struct rackd *d)
+{
+	const struct adopt_stats *a = &d->adopt->stats;
+
+	put_u64(out, "adopt_started", a->started);
+	put_u64(out, "adopt_completed", a->completed);
+	put_u64(out, "adopt_unanswered", a->unanswered);
+	put_u64(out, "adopt_failed", a->failed);
+	put_u64(out, "adopt_learnt", a->learnt);
+	put_u64(out, "adopt_rounds", a->rounds);
+	put_u64(out, "adopt_samples", a->samples);
+	put_u64(out, "adopt_msgs_in", a->msgs_in);
+	put_u64(out, "adopt_msgs_out", a->msgs_out);
+	put_u64(out, "adopt_disagreed", a->disagreed);
+	put_u64(out, "adopt_refused", a->refused);
+	put_u64(out, "adopt_readopted", a->readopted);
+	put_u64(out, "adopt_set_errors", a->set_errors);
 }
 
 static void put_live_stats(FILE *out, const struct rackd *d)
@@ -169,6 +189,7 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "packets_rewritten", qs->rewritten);
 	put_u64(out, "checksum_bad", s->csum_bad);
 	put_edp_stats(out, &d->edp);
+	put_adopt_stats(out, d);
 	put_live_stats(out, d);
 	put_reconnect_stats(out, d);
 	put_u64(out, "ctl_requests", s->ctl_requests);
@@ -240,6 +261,13 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	/* Never silent: why racks does not protect it. */
 	if (unmanaged)
 		proto_put(out, "unmanaged", "%s", unmanaged);
+	/* Late set-up: where it is, and what made it needed. */
+	if (c->adoption != ADOPTION_NONE) {
+		proto_put(out, "adoption", "%s", conn_adoption_name(c->adoption));
+		if (conn_unmanaged_name(c->cause))
+			proto_put(out, "adopted_for", "%s",
+				  conn_unmanaged_name(c->cause));
+	}
 	/* Never silent either: where a suspended one's reconnections are. */
 	if (reconnect_news(c))
 		put_reconnections(out, c);

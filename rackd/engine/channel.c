@@ -32,6 +32,18 @@ int channel_handle(struct rackd *d, uint8_t type, channel_fn fn)
 	return 0;
 }
 
+int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn)
+{
+	struct channel *ch = d->channel;
+
+	if (type <= EDP_SYNACK || type >= EDP_TYPE_MAX)
+		return -EINVAL;
+	if (ch->handlers[type] || ch->unchecked[type])
+		return -EEXIST;
+	ch->unchecked[type] = fn;
+	return 0;
+}
+
 /* How far a message's numbers may be from ours: the larger of the two
  * windows either end can advertise (RFC 7323 scaling), at least 64 KiB. */
 static uint32_t seq_slack(const struct sockdiag_progress *pr)
@@ -141,6 +153,11 @@ static bool seq_plausible(struct conn *c, const struct packet *p)
 	       seq_near(p->ack, snd_una, slack);
 }
 
+bool channel_seq_plausible(struct conn *c, const struct packet *p)
+{
+	return seq_plausible(c, p);
+}
+
 /* Heartbeats and reconnections: the MAC's role by type and sender. */
 static enum edp_role numbered_role(uint8_t type, bool client)
 {
@@ -202,6 +219,8 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		d->edp.with_payload++;
 		return NF_ACCEPT;
 	}
+	if (m->type < EDP_TYPE_MAX && d->channel->unchecked[m->type])
+		return d->channel->unchecked[m->type](d, c, p, m);
 	if (!c) {
 		d->edp.unknown_conn++;
 		return NF_DROP;

@@ -30,11 +30,21 @@ typedef uint32_t (*channel_fn)(struct rackd *d, struct conn *c,
 
 struct channel {
 	channel_fn handlers[EDP_TYPE_MAX];
+	/* Types that may concern a connection this end does not know or
+	 * has released (adoption): their handler gets C possibly NULL,
+	 * without the channel's sequence number check, and checks itself. */
+	channel_fn unchecked[EDP_TYPE_MAX];
 };
 
 /* Messages of TYPE go to FN from now on; -EINVAL for a type that is
  * not a message (SYN, SYN-ACK), -EEXIST if it has a handler already. */
 int channel_handle(struct rackd *d, uint8_t type, channel_fn fn);
+/* Whether P's sequence numbers belong to C, as channel_input() checks
+ * them (for an unchecked type's handler, once C's numbers are known). */
+bool channel_seq_plausible(struct conn *c, const struct packet *p);
+/* Messages of TYPE go to FN whatever connection they name, known or not
+ * (struct channel, unchecked); same errors as channel_handle(). */
+int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn);
 /* A message for C (NULL when no connection matches), carried by P;
  * returns the verdict for P. */
 uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,

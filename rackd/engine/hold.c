@@ -99,7 +99,7 @@ static int held_sets(struct rackd *d, struct conn *const *conns, unsigned n,
 	if (n == 0)
 		return 0;
 	ret = ruleset_held(d->cfg, conns, n, add, chains, d->splice->mapped > 0,
-			   err, errlen);
+			   d->adopt_rules, err, errlen);
 	/* A failed release still releases: the holds are gone either way,
 	 * and the chain writers are idempotent. */
 	if (ret == 0 || !add)

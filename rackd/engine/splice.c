@@ -58,7 +58,8 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 	if (!f)
 		fatalx(EXIT_NOMEM, "out of memory");
 	if (d->splice->mapped == 0 && after > 0)
-		ruleset_chains_write(f, d->cfg, true, d->held > 0);
+		ruleset_chains_write(f, d->cfg, true, d->held > 0,
+				     d->adopt_rules);
 	for (unsigned i = 0; i < n; i++) {
 		const struct conn *c = conns[i];
 		struct splicemap_entry e;
@@ -76,7 +77,8 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		changed++;
 	}
 	if (d->splice->mapped > 0 && after == 0)
-		ruleset_chains_write(f, d->cfg, false, d->held > 0);
+		ruleset_chains_write(f, d->cfg, false, d->held > 0,
+				     d->adopt_rules);
 	fputc('\0', f);
 	if (fclose(f) != 0)
 		fatalx(EXIT_NOMEM, "out of memory");

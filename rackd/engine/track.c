@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "adopt.h"
 #include "answer.h"
 #include "channel.h"
 #include "csum.h"
@@ -41,6 +42,7 @@ static void track_expire(struct timer *t, void *arg)
 		d->edp.setup_failed++;
 		c->unmanaged = UNMANAGED_SETUP_TIMEOUT;
 		setup_release(d, c, "set-up timed out: released");
+		adopt_released(d, c);
 		return;
 	}
 	if (c->state == CONN_SUSPENDED) {
@@ -204,6 +206,7 @@ static void conn_restart(struct rackd *d, struct conn *c, enum conn_dir dir)
 {
 	conn_log(c, "replaced by a new handshake");
 	setup_free(d, c);
+	adopt_reset(d, c);
 	c->dir = dir;
 	c->state = CONN_HANDSHAKE;
 	c->peer = PEER_UNKNOWN;
@@ -224,6 +227,7 @@ static void release_plain(struct rackd *d, struct conn *c,
 	if (c->unmanaged == UNMANAGED_NO)
 		c->unmanaged = why;
 	setup_release(d, c, "plain peer: released");
+	adopt_released(d, c);
 }
 
 /* Divert the SYN-ACK answering C's SYN; false (counted) when we cannot. */
@@ -471,6 +475,8 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		track_synack(d, q, qp, &p, outbound);
 	else if (!(p.flags & TCP_FLAG_SYN) && p.opt.racks_len)
 		track_message(d, q, qp, &p, outbound);
+	else if (outbound && (c = lookup(d, &p, true)) && c->adopt)
+		queue_verdict(q, qp->id, adopt_segment(d, c, &p));
 	else if (outbound && (c = lookup(d, &p, true)) && c->hold)
 		queue_verdict(q, qp->id, hold_segment(d, c, &p));
 	else if (!outbound && (c = lookup(d, &p, false)) && c->hold &&

@@ -144,6 +144,8 @@ static int progress_attr(const struct nlattr *a, void *data)
 	ctx->out->unacked = ti.tcpi_unacked;
 	ctx->out->backoff = ti.tcpi_backoff;
 	ctx->out->retransmits = ti.tcpi_retransmits;
+	ctx->out->bytes_sent = ti.tcpi_bytes_sent;
+	ctx->out->bytes_retrans = ti.tcpi_bytes_retrans;
 	ctx->found = true;
 	return MNL_CB_OK;
 }

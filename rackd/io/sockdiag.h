@@ -31,6 +31,10 @@ struct sockdiag_progress {
 	uint32_t unacked;		/* segments in flight */
 	uint32_t backoff;		/* RTO backoff steps */
 	uint32_t retransmits;		/* RTO retransmissions unanswered */
+	/* Payload bytes sent, retransmissions included, and those
+	 * retransmitted (Linux >= 4.19): snd_nxt - ISN - 1 is their
+	 * difference (adopt.c learns the ISN back from it). */
+	uint64_t bytes_sent, bytes_retrans;
 };
 
 /* Look up the socket LOCAL <-> REMOTE and read its tcp_info. */

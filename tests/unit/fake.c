@@ -106,10 +106,10 @@ int sockdiag_progress(const struct endpoint *local,
 }
 
 int ruleset_held(const struct config *cfg, struct conn *const *conns,
-		 unsigned n, bool add, bool chains, bool spliced, char *err,
-		 size_t errlen)
+		 unsigned n, bool add, bool chains, bool spliced, bool adopting,
+		 char *err, size_t errlen)
 {
-	(void)cfg, (void)conns, (void)chains, (void)spliced;
+	(void)cfg, (void)conns, (void)chains, (void)spliced, (void)adopting;
 	if (fake_ruleset_err) {
 		snprintf(err, errlen, "fake nft error");
 		return -fake_ruleset_err;

@@ -14,7 +14,7 @@
 static const uint8_t all_types[] = {
 	EDP_SYN, EDP_SYNACK, EDP_KEY, EDP_CONFIRM, EDP_DONE,
 	EDP_HEARTBEAT, EDP_HEARTBEAT_ACK, EDP_RECONNECT, EDP_RECONNECT_ACK,
-	EDP_AWAY, EDP_AWAY_ACK,
+	EDP_AWAY, EDP_AWAY_ACK, EDP_ADOPT,
 };
 
 static void fill_random(uint8_t *p, size_t n)
@@ -32,6 +32,8 @@ static struct edp_msg random_msg(uint8_t type)
 	fill_random(m.mac, sizeof(m.mac));
 	m.conn_id = (uint64_t)unit_rand() << 32 | (uint32_t)unit_rand();
 	m.counter = (uint32_t)unit_rand();
+	m.x_own = (uint32_t)unit_rand();
+	m.x_peer = (uint32_t)unit_rand();
 	return m;
 }
 
@@ -47,6 +49,8 @@ static size_t raw_len(uint8_t type)
 	case EDP_CONFIRM:
 	case EDP_DONE:
 		return EDP_OPT_HDR_LEN + EDP_MAC_LEN;
+	case EDP_ADOPT:
+		return EDP_OPT_HDR_LEN + 4 + 4 + 1 + 7;
 	default:
 		return EDP_OPT_HDR_LEN + 8 + 4 + EDP_MAC_LEN;
 	}
@@ -81,6 +85,10 @@ TEST(round_trip_every_type)
 			CHECK_EQ_INT(back.type, type);
 			if (type == EDP_SYN || type == EDP_SYNACK) {
 				CHECK_EQ_INT(back.flags, m.flags);
+			} else if (type == EDP_ADOPT) {
+				CHECK_EQ_INT(back.flags, m.flags);
+				CHECK(back.x_own == m.x_own);
+				CHECK(back.x_peer == m.x_peer);
 			} else if (type == EDP_KEY) {
 				CHECK_EQ_MEM(back.key, m.key, EDP_KEY_LEN);
 				CHECK_EQ_INT(back.flags, 0);
@@ -106,6 +114,7 @@ TEST(exact_bytes_and_padding)
 		{ EDP_DONE, 24, 21 },	{ EDP_HEARTBEAT, 36, 33 },
 		{ EDP_RECONNECT, 36, 33 }, { EDP_RECONNECT_ACK, 36, 33 },
 		{ EDP_AWAY, 36, 33 },	{ EDP_AWAY_ACK, 36, 33 },
+		{ EDP_ADOPT, 24, 21 },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -123,7 +132,7 @@ TEST(exact_bytes_and_padding)
 		CHECK_EQ_MEM(buf, hdr, sizeof(hdr));
 		if (want[i].type == EDP_KEY)
 			CHECK_EQ_MEM(buf + 5, m.key, EDP_KEY_LEN);
-		else if (want[i].len == 21)
+		else if (want[i].len == 21 && want[i].type != EDP_ADOPT)
 			CHECK_EQ_MEM(buf + 5, m.mac, EDP_MAC_LEN);
 		else if (want[i].len == 33) {
 			uint8_t id[8] = {
@@ -137,8 +146,13 @@ TEST(exact_bytes_and_padding)
 			CHECK_EQ_INT((uint32_t)buf[13] << 24 | buf[14] << 16 |
 				     buf[15] << 8 | buf[16], m.counter);
 			CHECK_EQ_MEM(buf + 17, m.mac, EDP_MAC_LEN);
-		}
-		else
+		} else if (want[i].type == EDP_ADOPT) {
+			CHECK_EQ_INT((uint32_t)buf[5] << 24 | buf[6] << 16 |
+				     buf[7] << 8 | buf[8], m.x_own);
+			CHECK_EQ_INT((uint32_t)buf[9] << 24 | buf[10] << 16 |
+				     buf[11] << 8 | buf[12], m.x_peer);
+			CHECK_EQ_INT(buf[13], m.flags);
+		} else
 			CHECK_EQ_INT(buf[5], m.flags);
 		for (size_t j = want[i].len; j < n; j++)
 			CHECK_EQ_INT(buf[j], NOP);
