@@ -464,3 +464,42 @@ def test_reload_while_learning_keeps_the_flow_diverted(topo):
     assert f". {PORT} " in listing or listing.rstrip().endswith(
         f". {PORT}"), listing
     racks.check_both_ways(server, client, size)
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+@pytest.mark.parametrize("case", ["stripped", "predates"])
+def test_adoption_passes_a_window_tracking_firewall(topo, family, case):
+    """R tracks TCP windows as OpenBSD pf does (tests/tools/wintrack.c,
+    --strict), and, in front of that, strips racks' option from SYNs; or
+    the connection is older than both rackds. It is adopted and managed,
+    and wintrack drops nothing: ADOPTs, the challenge ACKs learning draws
+    from the sockets and set-up all sit inside the window."""
+    from test_wintrack import Wintrack, summary
+    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "test-tools"],
+                   check=True, timeout=120)
+    if case == "stripped":
+        testbed.nft_file(topo.r, middlebox("strip_option", family))
+    wt = Wintrack(topo, strict=True)
+    size = 8 * MB
+    if case == "predates":
+        server, client = start_transfer(topo, family, size, rate=1 * MB)
+        time.sleep(0.5)
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    if case == "stripped":
+        server, client = start_transfer(topo, family, size, rate=1 * MB)
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    racks.wait_states(rb, "connected", 5, local_port=PORT)
+    if case == "stripped":
+        box_acted(topo)
+        assert_adopted(ra, "plain_answer", remote_port=PORT)
+        assert rb.status()["adopt_learnt"] == 1
+    else:
+        assert_adopted(ra, "predates_rackd", remote_port=PORT)
+        assert ra.status()["adopt_learnt"] == rb.status()["adopt_learnt"] == 1
+    racks.check_both_ways(server, client, size)
+    stats = wt.stats()
+    print(f"\n{family}: wintrack {summary(stats)}")
+    assert not wt.drops(), "\n".join(wt.drops()[:40])
+    wt.check_clean(stats)
+    assert stats["racks_accepted"] >= 3, stats
