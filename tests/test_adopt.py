@@ -503,3 +503,32 @@ def test_adoption_passes_a_window_tracking_firewall(topo, family, case):
     assert not wt.drops(), "\n".join(wt.drops()[:40])
     wt.check_clean(stats)
     assert stats["racks_accepted"] >= 3, stats
+
+
+def test_adopted_connection_moves_through_a_window_tracking_firewall(topo):
+    """A connection older than both rackds, adopted (nobody saw its
+    handshake: the window scale its reconnection SYN announces comes from
+    the socket's tcp_info), follows A's move during a cut through
+    wintrack --strict, which tracks the new flow from that SYN: nothing
+    dropped, every byte checked."""
+    from test_wintrack import Wintrack, summary
+    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "test-tools"],
+                   check=True, timeout=120)
+    wt = Wintrack(topo, strict=True)
+    size = 16 * MB
+    server, client = start_transfer(topo, "v4", size, rate=1 * MB)
+    time.sleep(0.5)
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    racks.wait_states(ra, "connected", 5, remote_port=PORT)
+    racks.wait_states(rb, "connected", 5, local_port=PORT)
+    shown = assert_adopted(ra, "predates_rackd", remote_port=PORT)
+    # The socket's options, as the handshake agreed them.
+    assert shown["local_wscale"] and shown["remote_wscale"], shown
+    time.sleep(1)
+    cut_move_restore(topo, ra, rb, "v4", server, client, size)
+    stats = wt.stats()
+    print(f"\nwintrack {summary(stats)}")
+    assert not wt.drops(), "\n".join(wt.drops()[:40])
+    wt.check_clean(stats)
+    assert stats["flows_created"] >= 2, stats

@@ -253,6 +253,10 @@ static void learn_done(struct rackd *d, struct conn *c, bool ok,
 			  "%s opener%s", (unsigned long long)c->id, l->x_snd,
 			  l->x_rcv, l->active ? "active" : "passive",
 			  l->active_known ? "" : " (assumed)");
+	/* The socket's options stand in for the handshake nobody saw;
+	 * apply() sets the numbers. */
+	c->lend = l->lend;
+	c->rend = l->rend;
 	learnt(d, c, l->x_snd, l->x_rcv, l->active, false);
 }
 

@@ -112,6 +112,30 @@ void adopt_learn_stop(struct rackd *d, struct adopt_learning *l)
 	l->active = false;
 }
 
+/* The handshake's options, as tcp_info says they were agreed: what a
+ * reconnection's SYN announces again (rcsyn.c), so that middleboxes
+ * tracking windows scale them as the peer does. */
+static void handshake_options(const struct adopt_learning *l,
+			      struct adopt_learnt *out)
+{
+	bool ws = l->options & SOCKDIAG_OPT_WSCALE;
+	bool sack = l->options & SOCKDIAG_OPT_SACK;
+	bool ts = l->options & SOCKDIAG_OPT_TIMESTAMPS;
+
+	out->lend = (struct conn_end){
+		.seen = true, .has_mss = l->advmss > 0,
+		.mss = (uint16_t)l->advmss, .has_wscale = ws,
+		.wscale = l->rcv_wscale, .sack_permitted = sack,
+		.has_timestamp = ts,
+	};
+	out->rend = (struct conn_end){
+		.seen = true, .has_mss = l->snd_mss > 0,
+		.mss = (uint16_t)l->snd_mss, .has_wscale = ws,
+		.wscale = l->snd_wscale, .sack_permitted = sack,
+		.has_timestamp = ts,
+	};
+}
+
 static void finish(struct rackd *d, struct adopt_learning *l, bool ok,
 		   const char *why)
 {
@@ -125,6 +149,7 @@ static void finish(struct rackd *d, struct adopt_learning *l, bool ok,
 		/* Unknown: assume active, whose snd_una is the lower. */
 		out.active = l->opener != 0;
 		out.active_known = l->opener >= 0;
+		handshake_options(l, &out);
 		st(d)->stats.learnt++;
 	}
 	adopt_learn_stop(d, l);
@@ -235,6 +260,11 @@ uint32_t adopt_learn_segment(struct rackd *d, struct adopt_learning *l,
 		return NF_ACCEPT;
 	l->round_samples++;
 	st(d)->stats.samples++;
+	l->options = pr.options;
+	l->advmss = pr.advmss;
+	l->snd_mss = pr.snd_mss;
+	l->snd_wscale = (uint8_t)pr.snd_wscale;
+	l->rcv_wscale = (uint8_t)pr.rcv_wscale;
 	fresh = pr.bytes_sent - pr.bytes_retrans;
 	sample(p->ack - (uint32_t)pr.bytes_received, l->round, &l->have_rcv,
 	       &l->max_rcv, &l->rcv_hits, &l->rcv_round);

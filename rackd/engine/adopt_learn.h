@@ -64,6 +64,8 @@ struct adopt_learnt {
 	uint32_t x_snd, x_rcv;	/* first byte sent / received */
 	bool active;		/* the socket sent the SYN (or assumed) */
 	bool active_known;	/* measured rather than assumed */
+	struct conn_end lend, rend;	/* the handshake's options, as the
+					 * socket says they were agreed */
 };
 
 /* Learning ended for C: OK, or not (WHY: a log line). */
@@ -83,6 +85,8 @@ struct adopt_learning {
 	unsigned snd_hits, rcv_hits;	/* rounds that reached the max */
 	unsigned snd_round, rcv_round;	/* the last such round */
 	int8_t opener;		/* -1 unknown, 1 active, 0 passive */
+	uint32_t options, advmss, snd_mss;	/* last tcp_info read */
+	uint8_t snd_wscale, rcv_wscale;
 };
 
 /* Start learning C (L zeroed by the caller); DONE is called once. */

@@ -146,6 +146,9 @@ static int progress_attr(const struct nlattr *a, void *data)
 	ctx->out->retransmits = ti.tcpi_retransmits;
 	ctx->out->bytes_sent = ti.tcpi_bytes_sent;
 	ctx->out->bytes_retrans = ti.tcpi_bytes_retrans;
+	ctx->out->options = ti.tcpi_options;
+	ctx->out->advmss = ti.tcpi_advmss;
+	ctx->out->snd_mss = ti.tcpi_snd_mss;
 	ctx->found = true;
 	return MNL_CB_OK;
 }

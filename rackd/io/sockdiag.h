@@ -35,7 +35,15 @@ struct sockdiag_progress {
 	 * retransmitted (Linux >= 4.19): snd_nxt - ISN - 1 is their
 	 * difference (adopt.c learns the ISN back from it). */
 	uint64_t bytes_sent, bytes_retrans;
+	/* What the handshake negotiated (SOCKDIAG_OPT_*), our MSS and the
+	 * peer's as we send. */
+	uint32_t options, advmss, snd_mss;
 };
+
+/* tcpi_options bits (the kernel's TCPI_OPT_*). */
+#define SOCKDIAG_OPT_TIMESTAMPS 1
+#define SOCKDIAG_OPT_SACK 2
+#define SOCKDIAG_OPT_WSCALE 4
 
 /* Look up the socket LOCAL <-> REMOTE and read its tcp_info. */
 int sockdiag_progress(const struct endpoint *local,

@@ -150,6 +150,30 @@ TEST(test_quiet_passive_socket_learnt_in_two_rounds)
 	teardown();
 }
 
+TEST(test_handshake_options_from_tcp_info)
+{
+	setup();
+	quiet_socket(false);
+	fake_progress.options = SOCKDIAG_OPT_TIMESTAMPS | SOCKDIAG_OPT_SACK |
+				SOCKDIAG_OPT_WSCALE;
+	fake_progress.rcv_wscale = 9;
+	fake_progress.snd_wscale = 7;
+	fake_progress.advmss = 1448;
+	fake_progress.snd_mss = 1428;
+	fake_advance(0);
+	verdict_of(segment(TCP_FLAG_ACK, 6001, 11001, 0));
+	fake_advance(ADOPT_ROUND_MS);
+	verdict_of(segment(TCP_FLAG_ACK, 6001, 11001, 0));
+	CHECK(done_ok);
+	CHECK(done_l.lend.has_wscale && done_l.rend.has_wscale);
+	CHECK_EQ_INT(done_l.lend.wscale, 9);	/* ours: what we receive */
+	CHECK_EQ_INT(done_l.rend.wscale, 7);
+	CHECK(done_l.lend.sack_permitted && done_l.rend.has_timestamp);
+	CHECK_EQ_INT(done_l.lend.mss, 1448);
+	CHECK_EQ_INT(done_l.rend.mss, 1428);
+	teardown();
+}
+
 TEST(test_active_opener_counts_its_syn)
 {
 	setup();
@@ -278,6 +302,7 @@ TEST(test_numbers_that_never_settle_give_up)
 
 static const struct unit_test tests[] = {
 	UNIT(test_quiet_passive_socket_learnt_in_two_rounds),
+	UNIT(test_handshake_options_from_tcp_info),
 	UNIT(test_active_opener_counts_its_syn),
 	UNIT(test_stale_samples_are_lower_and_never_win),
 	UNIT(test_retransmissions_are_not_new_bytes),
