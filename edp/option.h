@@ -19,7 +19,7 @@
  *  10 AWAY         conn id (8), counter (4), MAC (16)   33
  *  11 AWAY_ACK     conn id (8), counter (4), MAC (16)   33
  *  12 ADOPT        x_own (4), x_peer (4), flags (1),
- *                  reserved (7, zero)                    21
+ *                  reserved (7: sent as zero, ignored)   21
  *
  * ADOPT starts the late set-up of a connection whose handshake did not
  * carry racks (adopt.h): x_own is the sequence number of the first byte
@@ -70,6 +70,8 @@
 #define EDP_MAC_LEN 16
 #define EDP_OPT_HDR_LEN 5	/* kind, length, ExID, version/type */
 #define EDP_OPT_MAX_LEN (EDP_OPT_HDR_LEN + EDP_KEY_LEN)
+/* ADOPT's header and fields; its reserved bytes follow. */
+#define EDP_ADOPT_USED (EDP_OPT_HDR_LEN + 4 + 4 + 1)
 /* A numbered message's option: 33 bytes, 36 with its padding. */
 #define EDP_NUMBERED_LEN (EDP_OPT_HDR_LEN + 8 + 4 + EDP_MAC_LEN)
 #define EDP_NUMBERED_SIZE ((EDP_NUMBERED_LEN + 3) & ~3)
@@ -94,7 +96,7 @@ enum edp_type {
 	EDP_RECONNECT_ACK = 9,
 	EDP_AWAY = 10,
 	EDP_AWAY_ACK = 11,
-	EDP_ADOPT = 12,
+	EDP_ADOPT = 12,	/* bytes that carry meaning: EDP_ADOPT_USED */
 	EDP_TYPE_MAX
 };
 
