@@ -62,14 +62,16 @@ def test_a_flood_of_random_options_is_survived(topo):
     assert status["synack_unmatched"] == status["synack"]
     assert status["connections"] == 0
     # And ordinary traffic is tracked exactly as before: A's connection to
-    # a plain server is offered racks, then released.
+    # a plain server is offered racks, answered plain, and (after the
+    # three ADOPTs a plain peer may see) released.
     server = testbed.start_xfer_server(topo.b, PORT + 1)
     client = testbed.start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT + 1,
                                        10**6, rate=10**6, announce=True)
     client.connected()
     assert any(c["remote"] == racks.endpoint(topo.addr["b"]["v4"], PORT + 1)
-               and c["state"] == "released" and c["peer"] == "none"
-               for c in rackd.connections())
+               and c["state"] in ("adopting", "released")
+               and c["peer"] == "none" and c["unmanaged"] == "plain_answer"
+               for c in rackd.connections()), rackd.connections()
     client.result()
     server.results()
     assert rackd.stop() == 0

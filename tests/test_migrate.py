@@ -116,14 +116,16 @@ def test_migration_commands_refuse_bad_requests():
     exports, a restored socket that does not exist."""
     with testbed.Topology.create() as topo:
         ra = topo.start_rackd("a", config=FAST)
-        # B without rackd: A's connection is plain, not managed.
-        server = start_xfer_server(topo.b, PORT, send=MB, rate=MB // 4,
+        # B without rackd: A's connection is plain, not managed (released
+        # once its three ADOPTs went unanswered, about 8 s); it lasts 16 s.
+        server = start_xfer_server(topo.b, PORT, send=MB, rate=MB // 16,
                                    timeout=60)
         client = start_xfer_client(topo.a, topo.addr["b"]["v4"], PORT, MB,
-                                   recv=True, rate=MB // 4, timeout=60,
+                                   recv=True, rate=MB // 16, timeout=60,
                                    announce=True)
         client.connected()
-        plain = racks.wait_states(ra, "released", remote_port=PORT)[0]["id"]
+        plain = racks.wait_states(ra, "released", remote_port=PORT,
+                                  timeout=12)[0]["id"]
         refused(racks.ctl_request(ra, "export", ("id", plain)), 107,
                 "not managed by racks")
         refused(racks.ctl_request(ra, "export", ("id", 999)), 2,

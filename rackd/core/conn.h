@@ -153,6 +153,7 @@ struct conn {
 	 * zero again: its sequence numbers then start from these. */
 	bool rebased;
 	uint32_t snd_base, rcv_base;
+	bool imported;		/* came with a migration (state_import) */
 	/* Where its socket last was (channel.c): what its messages carry
 	 * once the kernel shows the socket no more (closed, not yet swept). */
 	bool seq_seen;

@@ -258,7 +258,7 @@ int cmd_restored(struct rackd *d, const struct proto_msg *req, FILE *out,
 	for (unsigned i = 0; !ret && i < n; i++) {
 		struct conn *c = conns[i];
 
-		if (c->migration == MIG_NONE && c->rebased)
+		if (c->migration == MIG_NONE && c->imported)
 			continue;
 		if (c->migration != MIG_ARRIVING) {
 			snprintf(err, errlen, "connection %" PRIu64 " was not "

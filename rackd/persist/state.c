@@ -681,6 +681,7 @@ struct conn *state_import(struct rackd *d, char *line, char *err,
 	c->lend = s.lend;
 	c->rend = s.rend;
 	c->rebased = true;
+	c->imported = true;
 	c->snd_base = s.snd_base;
 	c->rcv_base = s.rcv_base;
 	/* Its old host may have sent heartbeats after the export. */
