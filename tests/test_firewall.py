@@ -548,3 +548,31 @@ def test_idle_connection_is_established_after_the_move(topo, family):
     client.stdin.flush()
     assert testbed.read_line(client, 10, "pong") == "pong"
     print(f"\n{family}: R's entry for the moved flow: {entries[0]}")
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_plain_server_behind_the_strict_firewall_is_unaffected(topo, family):
+    """rackd on A only; B is a plain server behind R's strict policy. A's
+    offer is answered plain, A asks for adoption three times (in-window
+    zero-length segments of the established flow), nobody answers, and
+    the connection is left alone: R drops nothing of it (invalid and
+    dropped stay 0), the transfer is byte-exact both ways, and A says why
+    it does not protect the connection."""
+    install_middlebox(topo, strict=True)
+    ra = topo.start_rackd("a", config=FAST)
+    size = 12 * MB
+    server = start_xfer_server(topo.b, PORT, send=size, rate=RATE,
+                               timeout=90)
+    client = start_xfer_client(topo.a, topo.addr["b"][family], PORT, size,
+                               recv=True, rate=RATE, announce=True,
+                               timeout=90)
+    client.connected()
+    conns = racks.wait_states(ra, "released", 15, remote_port=PORT)
+    shown = ra.ctl_json("show", str(conns[0]["id"]))
+    assert shown["unmanaged"] == "adoption_unanswered", shown
+    assert shown["adopted_for"] == "plain_answer", shown
+    assert ra.status()["adopt_msgs_out"] == 3
+    racks.check_both_ways(server, client, size)
+    seen = counters(topo)
+    assert seen["syn_new"] == 1, seen
+    assert seen["invalid"] == 0 and seen["dropped"] == 0, seen
