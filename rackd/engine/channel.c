@@ -57,20 +57,23 @@ static uint32_t seq_slack(const struct sockdiag_progress *pr)
 /*
  * Where C's socket is now: snd_una and rcv_nxt from its byte counters,
  * and the window around them (seq_slack). A socket the kernel shows no
- * more (closed, or checkpointed) is where it was last seen (SEQ_LAST);
- * one never seen established (a SYN-ACK still in our queue, the last ACK
- * on its way) is at its first numbers (SEQ_FIRST, nothing filled in).
+ * more (closed, or checkpointed) is where it was last seen (SEQ_LAST),
+ * or at its first numbers if it never was (SEQ_GONE: nothing filled in);
+ * one still in its handshake (a SYN-ACK in our queue, the last ACK on
+ * its way) is at its first numbers (SEQ_FIRST, nothing filled in).
  */
-enum seq_source { SEQ_FIRST, SEQ_NOW, SEQ_LAST };
+enum seq_source { SEQ_FIRST, SEQ_NOW, SEQ_LAST, SEQ_GONE };
 
 static enum seq_source live_seq(struct conn *c, uint32_t *snd_una,
 				uint32_t *rcv_nxt, uint32_t *slack)
 {
 	struct sockdiag_progress pr;
-	enum seq_source src = c->seq_seen ? SEQ_LAST : SEQ_FIRST;
+	enum seq_source src = c->seq_seen ? SEQ_LAST : SEQ_GONE;
 
-	if (sockdiag_progress(&c->local, &c->remote, &pr) == 0 &&
-	    pr.state != TCP_STATE_SYN_SENT && pr.state != TCP_STATE_SYN_RECV) {
+	if (sockdiag_progress(&c->local, &c->remote, &pr) == 0) {
+		if (pr.state == TCP_STATE_SYN_SENT ||
+		    pr.state == TCP_STATE_SYN_RECV)
+			return SEQ_FIRST;
 		conn_seq_progress(c, &pr, &c->seen_snd_una, &c->seen_rcv_nxt);
 		c->seen_slack = seq_slack(&pr);
 		c->seq_seen = true;
@@ -108,15 +111,27 @@ int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
 		.options = opt, .optlen = edp_option_build(m, opt, sizeof(opt)),
 	};
 
-	enum seq_source src = live_seq(c, &snd_una, &rcv_nxt, &slack);
+	enum seq_source src;
+
+	if (c->seq_hint && !edp_type_numbered(m->type)) {
+		/* Set-up's answers: numbers as good as the kernel's, without
+		 * its round trip, which set-up would pay several times per
+		 * connection. Heartbeats and the rest (at most a few per
+		 * path and interval) ask the kernel: a closed carrier must
+		 * not answer at all (below). */
+		seg.seq = c->hint_seq;
+		seg.ack = c->hint_ack;
+		return inject_send(d->inject, &seg);
+	}
+	src = live_seq(c, &snd_una, &rcv_nxt, &slack);
 
 	/* A heartbeat belongs to the path, not to its carrier: one whose
 	 * socket is gone (its last seen numbers may be far behind the
 	 * window, where strict trackers drop them) leaves it to another. */
-	if (src == SEQ_LAST && (m->type == EDP_HEARTBEAT ||
-				m->type == EDP_HEARTBEAT_ACK))
+	if ((src == SEQ_LAST || src == SEQ_GONE) &&
+	    (m->type == EDP_HEARTBEAT || m->type == EDP_HEARTBEAT_ACK))
 		return -ENOTCONN;
-	if (src != SEQ_FIRST) {
+	if (src == SEQ_NOW || src == SEQ_LAST) {
 		seg.seq = snd_una - 1;
 		seg.ack = rcv_nxt - 1;
 	}
@@ -147,8 +162,13 @@ static bool seq_plausible(struct conn *c, const struct packet *p)
 	if (seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
 	    seq_near(p->ack, c->lend.isn + 1, FIRST_WINDOW))
 		return true;
-	if (live_seq(c, &snd_una, &rcv_nxt, &slack) == SEQ_FIRST)
+	switch (live_seq(c, &snd_una, &rcv_nxt, &slack)) {
+	case SEQ_NOW:
+	case SEQ_LAST:
+		break;
+	default:
 		return false;
+	}
 	return seq_near(p->seq + 1, rcv_nxt, slack) &&
 	       seq_near(p->ack, snd_una, slack);
 }
@@ -211,6 +231,7 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 {
 	channel_fn fn = m->type < EDP_TYPE_MAX ?
 			d->channel->handlers[m->type] : NULL;
+	uint32_t verdict;
 
 	d->edp.msgs_in++;
 	/* Our messages never carry data; one that does is not ours to
@@ -235,5 +256,21 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		return NF_DROP;
 	}
 	c->edp->received++;
-	return fn(d, c, p, m);
+	/*
+	 * What the handler answers goes with the numbers the peer's message
+	 * says it is at, mirrored: its ack (the peer's rcv_nxt - 1) is about
+	 * our snd_una - 1, its seq (the peer's snd_una - 1) about our
+	 * rcv_nxt - 1. As far inside the window as the message was.
+	 */
+	channel_hint(c, p->ack, p->seq);
+	verdict = fn(d, c, p, m);
+	c->seq_hint = false;
+	return verdict;
+}
+
+void channel_hint(struct conn *c, uint32_t seq, uint32_t ack)
+{
+	c->seq_hint = true;
+	c->hint_seq = seq;
+	c->hint_ack = ack;
 }

@@ -53,6 +53,12 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
  * returns 0 or -errno: -ENOTCONN, nothing sent, for a heartbeat or its
  * answer on a connection whose socket is gone. */
 int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m);
+/* The set-up messages C sends until its seq_hint is cleared carry SEQ
+ * and ACK, without asking the kernel where its socket is: answers
+ * (channel_input sets it around a handler) and the first KEY after the
+ * handshake, whose first numbers are its current ones (the caller
+ * clears it). */
+void channel_hint(struct conn *c, uint32_t seq, uint32_t ack);
 /* Fill M with a numbered message of TYPE from C with COUNTER and its MAC
  * under C's key, for a sender that carries it otherwise (reconnection
  * SYNs, rcsyn.h). */
