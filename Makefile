@@ -223,8 +223,10 @@ $(BUILD)/bench/%: bench/tools/%.c
 
 # Programs the integration tests run (make test-tools, a prerequisite of
 # check and check-slow): wintrack, a window-tracking middlebox for the
-# test-bed's router (tests/tools/wintrack.c), built with the warnings.
-WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c
+# test-bed's router (tests/tools/wintrack.c), built with the warnings; it
+# adds its queue rule with rackd's xt target module.
+WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c \
+	nft/xt_queue.c rackd/io/log.c
 TEST_TOOLS := $(BUILD)/tests/wintrack
 test-tools: $(TEST_TOOLS)
 

@@ -8,8 +8,9 @@
  * rackd adds a flow here while it holds the client's SYN, before the
  * verdict lets the kernel answer it. The element expires by itself after
  * OFFERSET_TIMEOUT_MS, which covers the SYN-ACK's first retransmissions.
- * The write is a single set-element message on a netlink socket of its
- * own (no nft parser on a SYN's path).
+ * The sets (offered4, offered6) are flow sets (flowset.h): a single
+ * set-element message on a netlink socket of their own, no nft parser on
+ * a SYN's path.
  */
 #ifndef RACKS_OFFERSET_H
 #define RACKS_OFFERSET_H
@@ -17,17 +18,13 @@
 #include <stdio.h>
 
 #include "addr.h"
+#include "flowset.h"
 
 #define OFFERSET_TIMEOUT_MS 10000
 
-struct offerset;
-
-/* 0, or -errno. */
-int offerset_open(struct offerset **os);
-void offerset_close(struct offerset *os);
-
-/* Divert the SYN-ACK from LOCAL to REMOTE; 0, or -errno. */
-int offerset_add(struct offerset *os, const struct endpoint *local,
+/* Divert the SYN-ACK from LOCAL to REMOTE, written on OFFERS (a flowset
+ * of its own, flowset_open()); 0, or -errno. */
+int offerset_add(struct flowset *offers, const struct endpoint *local,
 		 const struct endpoint *remote);
 
 /* The set declarations, for the ruleset script. */

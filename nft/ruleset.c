@@ -358,7 +358,7 @@ static int install_xt(const struct config *cfg, const char *state, char *err,
 		return ret;
 	/* Second transaction: until it commits the table diverts nothing,
 	 * which is exactly the bypass behaviour, never a blackhole. */
-	ret = xt_queue_add_rule(RULESET_TABLE, "divert", cfg->queue_num);
+	ret = xt_queue_add_rule(RULESET_TABLE, "divert", cfg->queue_num, true);
 	if (ret) {
 		snprintf(err, errlen, "adding the xt NFQUEUE rule: %s",
 			 strerror(-ret));

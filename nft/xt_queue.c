@@ -16,7 +16,7 @@
 #include "log.h"
 
 static struct nftnl_rule *xt_queue_rule(const char *table, const char *chain,
-					uint16_t num)
+					uint16_t num, bool bypass)
 {
 	struct nftnl_rule *r = nftnl_rule_alloc();
 	struct nftnl_expr *counter = nftnl_expr_alloc("counter");
@@ -31,8 +31,7 @@ static struct nftnl_rule *xt_queue_rule(const char *table, const char *chain,
 
 	info->queuenum = num;
 	info->queues_total = 1;
-	/* Without a listener the packet passes: rackd can never blackhole. */
-	info->flags = NFQ_FLAG_BYPASS;
+	info->flags = bypass ? NFQ_FLAG_BYPASS : 0;
 	nftnl_expr_set_str(tg, NFTNL_EXPR_TG_NAME, "NFQUEUE");
 	nftnl_expr_set_u32(tg, NFTNL_EXPR_TG_REV, 3);
 	/* libnftnl takes ownership of info. */
@@ -43,7 +42,8 @@ static struct nftnl_rule *xt_queue_rule(const char *table, const char *chain,
 	return r;
 }
 
-int xt_queue_add_rule(const char *table, const char *chain, uint16_t num)
+int xt_queue_add_rule(const char *table, const char *chain, uint16_t num,
+		      bool bypass)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE * 2];
 	struct mnl_socket *nl = NULL;
@@ -53,7 +53,7 @@ int xt_queue_add_rule(const char *table, const char *chain, uint16_t num)
 	uint32_t seq = (uint32_t)time(NULL), rule_seq, portid;
 	int ret;
 
-	r = xt_queue_rule(table, chain, num);
+	r = xt_queue_rule(table, chain, num, bypass);
 	batch = mnl_nlmsg_batch_start(buf, sizeof(buf) / 2);
 	nftnl_batch_begin(mnl_nlmsg_batch_current(batch), seq++);
 	mnl_nlmsg_batch_next(batch);

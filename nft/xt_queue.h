@@ -7,10 +7,14 @@
 #ifndef RACKS_XT_QUEUE_H
 #define RACKS_XT_QUEUE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* Append "counter; NFQUEUE --queue-num NUM --queue-bypass" to CHAIN of
- * table inet TABLE in one netlink transaction. Returns 0 or -errno. */
-int xt_queue_add_rule(const char *table, const char *chain, uint16_t num);
+/* Append "counter; NFQUEUE --queue-num NUM [--queue-bypass]" to CHAIN
+ * of table inet TABLE in one netlink transaction. Returns 0 or -errno.
+ * BYPASS: without a listener the packet passes (rackd never blackholes);
+ * without it the packet is dropped (a test middlebox fails closed). */
+int xt_queue_add_rule(const char *table, const char *chain, uint16_t num,
+		      bool bypass);
 
 #endif

@@ -269,7 +269,7 @@ void daemon_start(struct rackd *d)
 		ctl_close(d->ctl);
 		fatalx(1, "raw sockets: %s", strerror(-ret));
 	}
-	ret = offerset_open(&d->offers);
+	ret = flowset_open(&d->offers);
 	if (ret) {
 		ctl_close(d->ctl);
 		fatalx(1, "nftables netlink socket: %s", strerror(-ret));
@@ -363,7 +363,7 @@ void daemon_stop(struct rackd *d)
 	conn_table_free(&d->conns, NULL);
 	adopt_close(d);
 	inject_close(d->inject);
-	offerset_close(d->offers);
+	flowset_close(d->offers);
 	keypool_wipe(&d->keys);
 	live_free(d);
 	reconnect_free(d);

@@ -88,6 +88,41 @@ def check_both_ways(server, client, size, timeout=90):
     return report
 
 
+def conn_of(rackd, **ports):
+    """The one connection matching ports (see conns_between), as
+    `rackctl show` gives it."""
+    conns = conns_between(rackd, **ports)
+    assert len(conns) == 1, conns
+    return rackd.ctl_json("show", str(conns[0]["id"]))
+
+
+def start_transfer(topo, family, size, port, rate=2 * 1024 * 1024,
+                   timeout=60):
+    """An xfer server on B at port sending size bytes at rate, and a client
+    on A sending as many and receiving (check_both_ways checks them);
+    returns (server, client) once the client is connected."""
+    server = testbed.start_xfer_server(topo.b, port, send=size, rate=rate,
+                                       timeout=timeout)
+    client = testbed.start_xfer_client(topo.a, topo.addr["b"][family], port,
+                                       size, recv=True, rate=rate,
+                                       announce=True, timeout=timeout)
+    client.connected()
+    return server, client
+
+
+def wait_connected_at(rackd, wire_key, addr, timeout, **ports):
+    """Wait until the connection is connected with its wire endpoint
+    wire_key ('wire_local' / 'wire_remote') at addr; returns it."""
+    def ready():
+        conns = conns_between(rackd, **ports)
+        return conns and conns[0]["state"] == "connected" and \
+            conns[0][wire_key].rsplit(":", 1)[0].strip("[]") == addr and \
+            conns[0]
+    return testbed.wait_until(
+        ready, timeout,
+        lambda: f"{wire_key} {addr}: {rackd.connections()}")
+
+
 def move_and_splice(topo, host, rackd, family="v4", timeout=10):
     """host's address of family moves to a new subnet (make-before-break:
     the new one added, then the old one removed), and its one managed

@@ -17,7 +17,6 @@ import pytest
 
 import racks
 import testbed
-from testbed import start_xfer_client, start_xfer_server
 
 MB = 1024 * 1024
 PORT = 5001
@@ -63,30 +62,8 @@ def box_acted(topo):
         counted, counted
 
 
-def conn_of(rackd, **ports):
-    conns = racks.conns_between(rackd, **ports)
-    assert len(conns) == 1, conns
-    return rackd.ctl_json("show", str(conns[0]["id"]))
-
-
 def start_transfer(topo, family, size, rate=2 * MB, timeout=90):
-    server = start_xfer_server(topo.b, PORT, send=size, rate=rate,
-                               timeout=timeout)
-    client = start_xfer_client(topo.a, topo.addr["b"][family], PORT, size,
-                               recv=True, rate=rate, announce=True,
-                               timeout=timeout)
-    client.connected()
-    return server, client
-
-
-def wait_connected_at(rackd, wire_key, addr, timeout, **ports):
-    def ready():
-        conns = racks.conns_between(rackd, **ports)
-        return conns and conns[0]["state"] == "connected" and \
-            conns[0][wire_key].rsplit(":", 1)[0].strip("[]") == addr and \
-            conns[0]
-    return testbed.wait_until(ready, timeout,
-                              lambda: f"{wire_key} {addr}: {rackd.connections()}")
+    return racks.start_transfer(topo, family, size, PORT, rate, timeout)
 
 
 def cut_move_restore(topo, ra, rb, family, server, client, size):
@@ -99,14 +76,14 @@ def cut_move_restore(topo, ra, rb, family, server, client, size):
     new = topo.move_to_new_subnet("a", family, new=subnet)
     time.sleep(1)
     topo.restore("a")
-    wait_connected_at(rb, "wire_remote", new, 10, local_port=PORT)
-    mine = wait_connected_at(ra, "wire_local", new, 10, remote_port=PORT)
+    racks.wait_connected_at(rb, "wire_remote", new, 10, local_port=PORT)
+    mine = racks.wait_connected_at(ra, "wire_local", new, 10, remote_port=PORT)
     assert mine["reconnections"] == 1, mine
     return racks.check_both_ways(server, client, size)
 
 
 def assert_adopted(rackd, why, **ports):
-    shown = conn_of(rackd, **ports)
+    shown = racks.conn_of(rackd, **ports)
     assert shown["state"] == "connected" and shown["peer"] == "racks", shown
     assert shown["adoption"] == "adopted", shown
     assert shown["adopted_for"] == why, shown
@@ -204,14 +181,14 @@ def test_restart_without_state_file_adopts_again(topo, family, down):
     size = 24 * MB
     server, client = start_transfer(topo, family, size)
     racks.wait_states(ra, "connected", 5, remote_port=PORT)
-    before = conn_of(ra, remote_port=PORT)
+    before = racks.conn_of(ra, remote_port=PORT)
     assert "adoption" not in before
     assert rb.stop() == 0
     rb.state.unlink(missing_ok=True)
     if down:
         time.sleep(down)
         # Suspended (B's kernel's data resumes it now and then).
-        assert conn_of(ra, remote_port=PORT)["suspensions"] >= 1
+        assert racks.conn_of(ra, remote_port=PORT)["suspensions"] >= 1
     rb.start()
     racks.wait_states(rb, "connected", 5, local_port=PORT)
     racks.wait_states(ra, "connected", 5, remote_port=PORT)
@@ -373,7 +350,7 @@ def test_forged_adopts_change_nothing(topo):
     rb = topo.start_rackd("b", config=FAST)
     size = 8 * MB
     server, client = start_transfer(topo, "v4", size, rate=1 * MB)
-    before = conn_of(rb, local_port=PORT)
+    before = racks.conn_of(rb, local_port=PORT)
     assert before["state"] == "connected"
     a4, b4 = topo.addr["a"]["v4"], topo.addr["b"]["v4"]
     aport = int(before["remote"].rsplit(":", 1)[1])
@@ -393,7 +370,7 @@ def test_forged_adopts_change_nothing(topo):
     # at (those would have to be exactly its ISNs + 1 too).
     assert st["edp_bad_seq"] - st0["edp_bad_seq"] == 2, st
     assert st["edp_unknown_conn"] - st0["edp_unknown_conn"] == 1, st
-    after = conn_of(rb, local_port=PORT)
+    after = racks.conn_of(rb, local_port=PORT)
     assert after["state"] == "connected" and "adoption" not in after
     assert after["key_fingerprint"] == before["key_fingerprint"]
     assert len(rb.connections()) == 1
@@ -416,7 +393,7 @@ def test_adopted_connection_survives_a_restart_with_its_state(topo):
     ra.start()
     assert ra.status()["state_restored"] == 1
     racks.wait_states(ra, "connected", 5, remote_port=PORT)
-    after = conn_of(ra, remote_port=PORT)
+    after = racks.conn_of(ra, remote_port=PORT)
     for field in ("local", "remote", "key_fingerprint", "direction"):
         assert after[field] == before[field], (field, before, after)
     time.sleep(1)

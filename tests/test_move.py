@@ -23,17 +23,10 @@ import pytest
 import racks
 import testbed
 from test_firewall import craft, reconnection_syns
-from testbed import start_xfer_client, start_xfer_server
 
 MB = 1024 * 1024
 PORT = 5001
 FAST = "suspend_after = 1s\nsweep_interval = 1s\n"
-
-
-def conn_of(rackd, **ports):
-    conns = racks.conns_between(rackd, **ports)
-    assert len(conns) == 1, conns
-    return rackd.ctl_json("show", str(conns[0]["id"]))
 
 
 def has_rules(ns, chain):
@@ -48,13 +41,7 @@ def lo_addresses(ns):
 
 
 def start_transfer(topo, family, size, rate=2 * MB, timeout=60):
-    server = start_xfer_server(topo.b, PORT, send=size, rate=rate,
-                               timeout=timeout)
-    client = start_xfer_client(topo.a, topo.addr["b"][family], PORT, size,
-                               recv=True, rate=rate, announce=True,
-                               timeout=timeout)
-    client.connected()
-    return server, client
+    return racks.start_transfer(topo, family, size, PORT, rate, timeout)
 
 
 def check_transfer(server, client, size, timeout=90):
@@ -66,20 +53,9 @@ def wait_hold_over(rackd, timeout, **ports):
     A resumed socket with data in flight keeps its window closed, and its
     segments cross rackd, until the peer acknowledges its retransmission:
     after a long backoff that is one retransmission timeout away."""
-    testbed.wait_until(lambda: conn_of(rackd, **ports)["hold"] == "none",
-                       timeout, lambda: f"hold over: {conn_of(rackd, **ports)}")
-
-
-def wait_connected_at(rackd, wire_key, addr, timeout, **ports):
-    """Wait until the connection is connected with its wire endpoint
-    wire_key ('wire_local' / 'wire_remote') at addr; returns it."""
-    def ready():
-        conns = racks.conns_between(rackd, **ports)
-        return conns and conns[0]["state"] == "connected" and \
-            conns[0][wire_key].rsplit(":", 1)[0].strip("[]") == addr and \
-            conns[0]
-    return testbed.wait_until(ready, timeout,
-                              lambda: f"{wire_key} {addr}: {rackd.connections()}")
+    testbed.wait_until(
+        lambda: racks.conn_of(rackd, **ports)["hold"] == "none", timeout,
+        lambda: f"hold over: {racks.conn_of(rackd, **ports)}")
 
 
 @pytest.mark.parametrize("family", ["v4", "v6"])
@@ -100,8 +76,8 @@ def test_end_moves_during_a_cut(topo, family, mover):
     for rackd in (ra, rb):
         racks.wait_states(rackd, "suspended", 5)
     # Suspended: each rackd answers for its peer (rackctl show: hold).
-    assert conn_of(ra, remote_port=PORT)["hold"] == "held"
-    assert conn_of(rb, local_port=PORT)["hold"] == "held"
+    assert racks.conn_of(ra, remote_port=PORT)["hold"] == "held"
+    assert racks.conn_of(rb, local_port=PORT)["hold"] == "held"
     new = topo.move_to_new_subnet(mover, family, new=subnet)
     time.sleep(2)
     topo.restore(mover)
@@ -109,11 +85,11 @@ def test_end_moves_during_a_cut(topo, family, mover):
     mover_rackd, other = (ra, rb) if mover == "a" else (rb, ra)
     ports = {"remote_port": PORT} if mover == "a" else {"local_port": PORT}
     other_ports = {"local_port": PORT} if mover == "a" else {"remote_port": PORT}
-    wait_connected_at(other, "wire_remote", new, 10, **other_ports)
-    wait_connected_at(mover_rackd, "wire_local", new, 10, **ports)
+    racks.wait_connected_at(other, "wire_remote", new, 10, **other_ports)
+    racks.wait_connected_at(mover_rackd, "wire_local", new, 10, **ports)
     reconnected = time.monotonic() - t_back
-    mine = conn_of(mover_rackd, **ports)
-    theirs = conn_of(other, **other_ports)
+    mine = racks.conn_of(mover_rackd, **ports)
+    theirs = racks.conn_of(other, **other_ports)
     # The sockets keep their endpoints; only the wire moved.
     assert mine["local"].rsplit(":", 1)[0].strip("[]") == old
     assert theirs["remote"].rsplit(":", 1)[0].strip("[]") == old
@@ -172,8 +148,8 @@ def test_make_before_break(topo, family):
     assert racks.conns_between(ra, remote_port=PORT)[0]["reconnections"] == 0
     t_break = time.monotonic()
     topo.remove_address("a", family, old_cidr)
-    wait_connected_at(rb, "wire_remote", new, 5, local_port=PORT)
-    wait_connected_at(ra, "wire_local", new, 5, remote_port=PORT)
+    racks.wait_connected_at(rb, "wire_remote", new, 5, local_port=PORT)
+    racks.wait_connected_at(ra, "wire_local", new, 5, remote_port=PORT)
     moved = time.monotonic() - t_break
     # Mobility-aware software hears of it: a reconnect event with the
     # connection's new wire endpoints.
@@ -224,7 +200,7 @@ def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
     size = 16 * MB
     server, client = start_transfer(topo, "v4", size, rate=1 * MB)
     racks.wait_states(ra, "connected", remote_port=PORT)
-    theirs = conn_of(rb, local_port=PORT)
+    theirs = racks.conn_of(rb, local_port=PORT)
     conn_id = theirs["conn_id"]
     a_port = int(theirs["remote"].rsplit(":", 1)[1])
     b4 = topo.addr["b"]["v4"]
@@ -238,15 +214,16 @@ def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
                       reconnect_option(conn_id, 1 << 30, bytes(16))))
     testbed.wait_until(lambda: rb.status()["reconnects_refused_mac"] ==
                        before["reconnects_refused_mac"] + 1, 5, "the forgery")
-    assert conn_of(rb, local_port=PORT)["wire_remote"] == theirs["remote"]
+    shown = racks.conn_of(rb, local_port=PORT)
+    assert shown["wire_remote"] == theirs["remote"]
 
     # 2. A real move of A, captured on R's side towards B.
     pcap = tmp_path / "moves.pcap"
     dump = capture_reconnects(topo.r, testbed.ROUTER_IFACE["b"], pcap)
     first = topo.move_to_new_subnet("a", "v4")
-    wait_connected_at(rb, "wire_remote", first, 5, local_port=PORT)
+    racks.wait_connected_at(rb, "wire_remote", first, 5, local_port=PORT)
     second = topo.move_to_new_subnet("a", "v4")
-    wait_connected_at(rb, "wire_remote", second, 5, local_port=PORT)
+    racks.wait_connected_at(rb, "wire_remote", second, 5, local_port=PORT)
     time.sleep(0.5)
     testbed.terminate([dump])
     topo.r.procs.remove(dump) if dump in topo.r.procs else None
@@ -265,7 +242,7 @@ def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
     testbed.wait_until(lambda: rb.status()["reconnects_refused_replay"] ==
                        before["reconnects_refused_replay"] + 2, 5,
                        "the replays")
-    now = conn_of(rb, local_port=PORT)
+    now = racks.conn_of(rb, local_port=PORT)
     assert now["wire_remote"] == racks.endpoint(second, a_port), now
     assert now["state"] == "connected"
     check_transfer(server, client, size)
@@ -302,8 +279,8 @@ def test_both_ends_move_and_rackctl_peer_reconnects(topo):
         assert why in str(err.value), err.value
     out = ra.ctl_json("peer", str(conn["id"]), new_b)
     assert out["moved"] == 1
-    wait_connected_at(ra, "wire_remote", new_b, 10, remote_port=PORT)
-    wait_connected_at(rb, "wire_remote", new_a, 10, local_port=PORT)
+    racks.wait_connected_at(ra, "wire_remote", new_b, 10, remote_port=PORT)
+    racks.wait_connected_at(rb, "wire_remote", new_a, 10, local_port=PORT)
     check_transfer(server, client, size)
     assert ra.status()["reconnects_manual"] == 1
 

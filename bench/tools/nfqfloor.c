@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 		fatalx(1, "invalid queue number '%s'", argv[1]);
 	if (nft_run(table_script))
 		fatalx(1, "installing table inet %s failed", FLOOR_TABLE);
-	ret = xt_queue_add_rule(FLOOR_TABLE, "divert", (uint16_t)num);
+	ret = xt_queue_add_rule(FLOOR_TABLE, "divert", (uint16_t)num, true);
 	if (ret == 0)
 		ret = queue_open(&q, (uint16_t)num, 4096, accept_packet, NULL);
 	if (ret) {

@@ -26,7 +26,7 @@
 struct loop;
 struct queue;
 struct inject;
-struct offerset;
+struct flowset;
 struct rtnl;
 struct ctl;
 struct channel;
@@ -37,7 +37,6 @@ struct local_state;
 struct state_file;
 struct migrate_stats;
 struct adopt_state;
-struct adoptset;
 
 struct rackd_stats {
 	uint64_t malformed;		/* sum of malformed_by[] */
@@ -108,7 +107,7 @@ struct rackd {
 	struct rackd_stats stats;
 	struct rackd_edp_stats edp;
 	struct inject *inject;
-	struct offerset *offers;	/* SYN-ACKs to divert */
+	struct flowset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
 	/* Connections in the held sets (hold.c): the table's chains for
 	 * held flows exist while there are any, and whoever rewrites the
@@ -118,7 +117,7 @@ struct rackd {
 	 * contract as held. */
 	bool adopt_rules;
 	struct adopt_state *adopt;
-	struct adoptset *adoptset;
+	struct flowset *adoptset;
 	/* The engine's and the state file's own: their modules define
 	 * them, main.c provides them. */
 	struct live_state *live;

@@ -99,11 +99,8 @@ static int send_adopt(struct rackd *d, struct conn *c, bool agreed)
 			     .flags = agreed ? EDP_ADOPT_AGREED : 0 };
 	int ret = channel_send(d, c, &m);
 
-	if (ret) {
-		d->edp.send_errors++;
+	if (ret)
 		return ret;
-	}
-	d->edp.msgs_out++;
 	d->adopt->stats.msgs_out++;
 	return 0;
 }
@@ -325,7 +322,7 @@ void adopt_released(struct rackd *d, struct conn *c)
 void adopt_write_state(struct rackd *d, FILE *f)
 {
 	for (struct conn *c = d->conns.head; c; c = c->next) {
-		struct adoptset_flow flow = { c->local, c->remote };
+		struct flowset_flow flow = { c->local, c->remote };
 
 		if (c->adopt && c->adopt->learn.in_set)
 			adoptset_write(f, &flow);
@@ -535,7 +532,7 @@ static void scan(struct timer *t, void *arg)
 void adopt_init(struct rackd *d)
 {
 	struct adopt_state *a = d->adopt;
-	int ret = adoptset_open(&d->adoptset);
+	int ret = flowset_open(&d->adoptset);
 
 	if (ret)
 		log_warnx("adopt sets: %s: no adoption", strerror(-ret));
@@ -552,7 +549,7 @@ void adopt_close(struct rackd *d)
 		loop_timer_cancel(d->loop, &a->kick);
 		loop_timer_cancel(d->loop, &a->scan);
 	}
-	adoptset_close(d->adoptset);
+	flowset_close(d->adoptset);
 	d->adoptset = NULL;
 	free(a->pending);
 	free(a->leaving);

@@ -302,7 +302,7 @@ static void flush_leaving(struct rackd *d)
 static void start_batch(struct rackd *d)
 {
 	struct adopt_state *a = st(d);
-	struct adoptset_flow flows[ADOPT_BATCH];
+	struct flowset_flow flows[ADOPT_BATCH];
 	struct adopt_learning *batch[ADOPT_BATCH];
 	unsigned n = 0, used = 0;
 	int ret;

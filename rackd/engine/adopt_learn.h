@@ -27,7 +27,7 @@
 
 struct rackd;
 struct conn;
-struct adoptset_flow;
+struct flowset_flow;
 struct adopt_learning;
 struct adopt_ops;
 
@@ -54,7 +54,7 @@ struct adopt_state {
 	struct timer scan;	/* the start-up scan */
 	struct adopt_learning **pending;	/* to start learning */
 	unsigned npending, pending_cap;
-	struct adoptset_flow *leaving;	/* to leave the adopt sets */
+	struct flowset_flow *leaving;	/* to leave the adopt sets */
 	unsigned nleaving, leaving_cap;
 	unsigned learning;	/* flows in the adopt sets */
 };

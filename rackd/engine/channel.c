@@ -121,7 +121,7 @@ int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
 		 * not answer at all (below). */
 		seg.seq = c->hint_seq;
 		seg.ack = c->hint_ack;
-		return inject_send(d->inject, &seg);
+		return channel_inject(d, &seg);
 	}
 	src = live_seq(c, &snd_una, &rcv_nxt, &slack);
 
@@ -135,7 +135,34 @@ int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
 		seg.seq = snd_una - 1;
 		seg.ack = rcv_nxt - 1;
 	}
-	return inject_send(d->inject, &seg);
+	return channel_inject(d, &seg);
+}
+
+int channel_inject(struct rackd *d, const struct inject_segment *seg)
+{
+	int ret = inject_send(d->inject, seg);
+
+	if (ret)
+		d->edp.send_errors++;
+	else
+		d->edp.msgs_out++;
+	return ret;
+}
+
+bool channel_snd_una(struct conn *c, uint32_t *snd_una)
+{
+	uint32_t una, rcv_nxt, slack;
+
+	switch (live_seq(c, &una, &rcv_nxt, &slack)) {
+	case SEQ_NOW:
+		*snd_una = una;
+		return true;
+	case SEQ_LAST:
+		*snd_una = una;
+		return false;
+	default:
+		return false;
+	}
 }
 
 static bool seq_near(uint32_t seq, uint32_t ours, uint32_t slack)
@@ -204,10 +231,6 @@ int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 
 	channel_numbered_msg(c, type, counter, &m);
 	ret = channel_send(d, c, &m);
-	if (ret && ret != -ENOTCONN)
-		d->edp.send_errors++;
-	else
-		d->edp.msgs_out++;
 	return ret;
 }
 

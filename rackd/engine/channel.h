@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "inject.h"
 #include "option.h"
 #include "packet.h"
 
@@ -49,10 +50,19 @@ int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn);
  * returns the verdict for P. */
 uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		       const struct edp_msg *m);
-/* Send M as a zero-length segment of C carrying only racks' option;
- * returns 0 or -errno: -ENOTCONN, nothing sent, for a heartbeat or its
- * answer on a connection whose socket is gone. */
+/* Send M as a zero-length segment of C carrying only racks' option,
+ * counted (edp msgs_out, send_errors); returns 0 or -errno: -ENOTCONN,
+ * nothing sent nor counted, for a heartbeat or its answer on a
+ * connection whose socket is gone. */
 int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m);
+/* Send SEG, a segment crafted otherwise that carries a racks message
+ * (reconnection SYNs, rcsyn.h), counted as channel_send() counts. */
+int channel_inject(struct rackd *d, const struct inject_segment *seg);
+/* Where C's socket has been acknowledged up to (snd_una), as the
+ * channel's messages number themselves: the kernel's count now (true),
+ * else where the socket was last seen established (false, *SND_UNA
+ * set), else nothing known (false, *SND_UNA untouched). */
+bool channel_snd_una(struct conn *c, uint32_t *snd_una);
 /* The set-up messages C sends until its seq_hint is cleared carry SEQ
  * and ACK, without asking the kernel where its socket is: answers
  * (channel_input sets it around a handler) and the first KEY after the

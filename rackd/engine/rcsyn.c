@@ -10,7 +10,6 @@
 #include "keystate.h"
 #include "loop.h"
 #include "rackd.h"
-#include "sockdiag.h"
 
 /* The unscaled window of our SYNs: a SYN's window is never scaled, and
  * the sockets' own segments advertise their real windows right after. */
@@ -68,19 +67,17 @@ int rcsyn_parse(const struct packet *p, struct edp_msg *m,
 }
 
 /* Where C's socket has been acknowledged up to: the kernel's count, or
- * what the hold last read, or (no socket to ask) the first byte. */
-static uint32_t own_snd_una(const struct conn *c)
+ * what the hold last read, or where the channel last saw the socket, or
+ * (never seen) the first byte. */
+static uint32_t own_snd_una(struct conn *c)
 {
-	struct sockdiag_progress pr;
-	uint32_t snd_una, rcv_nxt;
+	uint32_t snd_una = c->lend.isn + 1;
 
-	if (sockdiag_progress(&c->local, &c->remote, &pr) == 0) {
-		conn_seq_progress(c, &pr, &snd_una, &rcv_nxt);
+	if (channel_snd_una(c, &snd_una))
 		return snd_una;
-	}
 	if (c->hold && c->hold->known)
 		return c->hold->snd_una;
-	return c->lend.isn + 1;
+	return snd_una;
 }
 
 static size_t nops(uint8_t *o, size_t i, size_t n)
@@ -147,7 +144,6 @@ static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
 		.ack = answer ? answer->end : 0,
 		.window = RCSYN_WINDOW, .options = opt, .payload = pay,
 	};
-	int ret;
 
 	channel_numbered_msg(c, type, counter, &m);
 	paylen = edp_option_build(&m, pay, sizeof(pay));
@@ -158,12 +154,7 @@ static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
 	/* Its end (SYN and payload) is snd_una: the socket's next
 	 * segment follows it in sequence. */
 	seg.seq = own_snd_una(c) - 1 - (uint32_t)paylen;
-	ret = inject_send(d->inject, &seg);
-	if (ret)
-		d->edp.send_errors++;
-	else
-		d->edp.msgs_out++;
-	return ret;
+	return channel_inject(d, &seg);
 }
 
 int rcsyn_send_syn(struct rackd *d, struct conn *c, uint32_t counter)
@@ -187,14 +178,8 @@ int rcsyn_send_ack(struct rackd *d, struct conn *c,
 		.seq = synack->ack, .ack = synack->end,
 		.flags = TCP_FLAG_ACK, .window = RCSYN_WINDOW, .options = opt,
 	};
-	int ret;
 
 	channel_numbered_msg(c, EDP_HEARTBEAT, ++c->edp->hb_out, &m);
 	seg.optlen = edp_option_build(&m, opt, sizeof(opt));
-	ret = inject_send(d->inject, &seg);
-	if (ret)
-		d->edp.send_errors++;
-	else
-		d->edp.msgs_out++;
-	return ret;
+	return channel_inject(d, &seg);
 }

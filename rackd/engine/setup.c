@@ -43,14 +43,12 @@ static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 	ret = channel_send(d, c, &m);
 	sodium_memzero(&m, sizeof(m));
 	if (ret) {
-		d->edp.send_errors++;
 		log_debug("conn %llu: sending %s: %s",
 			  (unsigned long long)c->id, edp_type_name(type),
 			  strerror(-ret));
 		return;
 	}
 	e->sent++;
-	d->edp.msgs_out++;
 }
 
 static void setup_retry(struct timer *t, void *arg)

@@ -33,13 +33,8 @@
 #include <inttypes.h>
 #include <libmnl/libmnl.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
-#include <libnftnl/expr.h>
-#include <libnftnl/rule.h>
 #include <linux/netfilter.h>
-#include <linux/netfilter/nf_tables.h>
-#include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_queue.h>
-#include <linux/netfilter/xt_NFQUEUE.h>
 #include <nftables/libnftables.h>
 #include <poll.h>
 #include <signal.h>
@@ -51,6 +46,7 @@
 #include <unistd.h>
 
 #include "wintrack.h"
+#include "xt_queue.h"
 
 #define COPY_RANGE 256
 #define QUEUE_MAXLEN 8192
@@ -87,72 +83,6 @@ static int nft_script(const char *script)
 	return ret;
 }
 
-/* The xt NFQUEUE target (revision 3) with no flag: no bypass. The kernels
- * of the test machines lack the native nft queue statement. */
-static struct nftnl_rule *xt_rule(const char *table, const char *chain,
-				  uint16_t num)
-{
-	struct nftnl_rule *r = nftnl_rule_alloc();
-	struct nftnl_expr *counter = nftnl_expr_alloc("counter");
-	struct nftnl_expr *tg = nftnl_expr_alloc("target");
-	struct xt_NFQ_info_v3 *info = calloc(1, sizeof(*info));
-
-	if (!r || !counter || !tg || !info)
-		errx(1, "out of memory");
-	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
-	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
-	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
-	info->queuenum = num;
-	info->queues_total = 1;
-	nftnl_expr_set_str(tg, NFTNL_EXPR_TG_NAME, "NFQUEUE");
-	nftnl_expr_set_u32(tg, NFTNL_EXPR_TG_REV, 3);
-	nftnl_expr_set(tg, NFTNL_EXPR_TG_INFO, info, sizeof(*info));
-	nftnl_rule_add_expr(r, counter);
-	nftnl_rule_add_expr(r, tg);
-	return r;
-}
-
-static int xt_rule_add(const char *table, const char *chain, uint16_t num)
-{
-	static char buf[2 * 8192];
-	struct nftnl_rule *r = xt_rule(table, chain, num);
-	struct mnl_nlmsg_batch *batch;
-	struct mnl_socket *nl;
-	struct nlmsghdr *nlh;
-	uint32_t seq = (uint32_t)time(NULL), rule_seq;
-	int ret = -ENOMEM;
-
-	batch = mnl_nlmsg_batch_start(buf, sizeof(buf) / 2);
-	nftnl_batch_begin(mnl_nlmsg_batch_current(batch), seq++);
-	mnl_nlmsg_batch_next(batch);
-	rule_seq = seq;
-	nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(batch),
-					 NFT_MSG_NEWRULE, NFPROTO_INET,
-					 NLM_F_APPEND | NLM_F_CREATE | NLM_F_ACK,
-					 seq++);
-	nftnl_rule_nlmsg_build_payload(nlh, r);
-	mnl_nlmsg_batch_next(batch);
-	nftnl_batch_end(mnl_nlmsg_batch_current(batch), seq++);
-	mnl_nlmsg_batch_next(batch);
-	nl = mnl_socket_open(NETLINK_NETFILTER);
-	if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0 &&
-	    mnl_socket_sendto(nl, mnl_nlmsg_batch_head(batch),
-			      mnl_nlmsg_batch_size(batch)) >= 0) {
-		ret = (int)mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (ret >= 0)
-			ret = mnl_cb_run(buf, (size_t)ret, rule_seq,
-					 mnl_socket_get_portid(nl), NULL, NULL);
-		ret = ret < 0 ? -errno : 0;
-	} else {
-		ret = -errno;
-	}
-	if (nl)
-		mnl_socket_close(nl);
-	mnl_nlmsg_batch_stop(batch);
-	nftnl_rule_free(r);
-	return ret;
-}
-
 static const char *rule_add(const char *table, const char *chain,
 			    uint16_t num)
 {
@@ -164,7 +94,9 @@ static const char *rule_add(const char *table, const char *chain,
 		 num);
 	if (nft_script(script) == 0)
 		return "native";
-	ret = xt_rule_add(table, chain, num);
+	/* The kernels of the test machines lack the native queue
+	 * statement. No bypass: a dead middlebox drops, as a real one. */
+	ret = xt_queue_add_rule(table, chain, num, false);
 	if (ret)
 		errx(1, "adding the queue rule to inet %s %s: %s", table, chain,
 		     strerror(-ret));

@@ -95,18 +95,18 @@ void adopt_learn_kick(struct timer *t, void *arg)
 	(void)t, (void)arg;
 }
 
-int adoptset_open(struct adoptset **as)
+int flowset_open(struct flowset **fs)
 {
-	*as = NULL;
+	*fs = NULL;
 	return -ENOTSUP;
 }
 
-void adoptset_close(struct adoptset *as)
+void flowset_close(struct flowset *fs)
 {
-	(void)as;
+	(void)fs;
 }
 
-void adoptset_write(FILE *f, const struct adoptset_flow *flow)
+void adoptset_write(FILE *f, const struct flowset_flow *flow)
 {
 	(void)f, (void)flow;
 }

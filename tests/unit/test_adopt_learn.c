@@ -20,7 +20,7 @@
 /* The adopt sets and the rules: recorded, never written. */
 static unsigned set_adds, set_dels, rule_runs;
 
-int adoptset_update(struct adoptset *as, const struct adoptset_flow *flows,
+int adoptset_update(struct flowset *as, const struct flowset_flow *flows,
 		    unsigned n, bool add)
 {
 	(void)as, (void)flows;
@@ -72,7 +72,7 @@ static struct conn *setup(void)
 	memset(&state, 0, sizeof(state));
 	memset(&learning, 0, sizeof(learning));
 	d.adopt = &state;
-	d.adoptset = (struct adoptset *)&state;	/* not NULL: "open" */
+	d.adoptset = (struct flowset *)&state;	/* not NULL: "open" */
 	timer_init(&state.kick, adopt_learn_kick, &d);
 	set_adds = set_dels = rule_runs = done_calls = 0;
 	done_ok = false;

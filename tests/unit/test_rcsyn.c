@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fake.h"
+#include "sockdiag.h"
 #include "unit.h"
 
 void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
@@ -20,6 +21,24 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
 	*m = (struct edp_msg){ .version = EDP_VERSION, .type = type,
 			       .conn_id = c->edp->conn_id, .counter = counter };
 	memset(m->mac, 0xab, sizeof(m->mac));
+}
+
+/* The socket's numbers straight from the fake kernel, and the plain
+ * send: the channel's cache and counters are not under test here. */
+bool channel_snd_una(struct conn *c, uint32_t *snd_una)
+{
+	struct sockdiag_progress pr;
+	uint32_t rcv_nxt;
+
+	if (sockdiag_progress(&c->local, &c->remote, &pr))
+		return false;
+	conn_seq_progress(c, &pr, snd_una, &rcv_nxt);
+	return true;
+}
+
+int channel_inject(struct rackd *d, const struct inject_segment *seg)
+{
+	return inject_send(d->inject, seg);
 }
 
 static struct rackd d;
