@@ -135,7 +135,7 @@ fuzz: $(FUZZ_TARGETS)
 # every fast test. Long proofs are in check-slow.
 check: deps all asan check-unit check-layers test-tools
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
-	$(Q)$(PYTHON) -m pytest -q tests
+	$(Q)$(PYTHON) -m pytest -q --durations=12 tests
 
 # The README's test command on a bare Debian 12 root made anew, from a
 # clone of the committed HEAD (tests/tools/freshroot): proves that deps.sh
