@@ -158,10 +158,6 @@ struct conn {
 	 * once the kernel shows the socket no more (closed, not yet swept). */
 	bool seq_seen;
 	uint32_t seen_snd_una, seen_rcv_nxt, seen_slack;
-	/* Numbers for the message sent next, known without asking the
-	 * kernel (channel_hint): an answer mirrors what it answers. */
-	bool seq_hint;
-	uint32_t hint_seq, hint_ack;
 	struct conn *knext;	/* edp id bucket chain */
 	struct conn *prev, *next;	/* table order: oldest first */
 };

@@ -113,14 +113,14 @@ int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
 
 	enum seq_source src;
 
-	if (c->seq_hint && !edp_type_numbered(m->type)) {
+	if (d->channel->hint_conn == c && !edp_type_numbered(m->type)) {
 		/* Set-up's answers: numbers as good as the kernel's, without
 		 * its round trip, which set-up would pay several times per
 		 * connection. Heartbeats and the rest (at most a few per
 		 * path and interval) ask the kernel: a closed carrier must
 		 * not answer at all (below). */
-		seg.seq = c->hint_seq;
-		seg.ack = c->hint_ack;
+		seg.seq = d->channel->hint_seq;
+		seg.ack = d->channel->hint_ack;
 		return channel_inject(d, &seg);
 	}
 	src = live_seq(c, &snd_una, &rcv_nxt, &slack);
@@ -227,11 +227,9 @@ int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter)
 {
 	struct edp_msg m;
-	int ret;
 
 	channel_numbered_msg(c, type, counter, &m);
-	ret = channel_send(d, c, &m);
-	return ret;
+	return channel_send(d, c, &m);
 }
 
 bool channel_numbered_valid(struct rackd *d, struct conn *c,
@@ -285,15 +283,21 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 	 * our snd_una - 1, its seq (the peer's snd_una - 1) about our
 	 * rcv_nxt - 1. As far inside the window as the message was.
 	 */
-	channel_hint(c, p->ack, p->seq);
+	channel_hint(d, c, p->ack, p->seq);
 	verdict = fn(d, c, p, m);
-	c->seq_hint = false;
+	channel_hint_clear(d);
 	return verdict;
 }
 
-void channel_hint(struct conn *c, uint32_t seq, uint32_t ack)
+void channel_hint(struct rackd *d, const struct conn *c, uint32_t seq,
+		  uint32_t ack)
 {
-	c->seq_hint = true;
-	c->hint_seq = seq;
-	c->hint_ack = ack;
+	d->channel->hint_conn = c;
+	d->channel->hint_seq = seq;
+	d->channel->hint_ack = ack;
+}
+
+void channel_hint_clear(struct rackd *d)
+{
+	d->channel->hint_conn = NULL;
 }

@@ -35,6 +35,11 @@ struct channel {
 	 * has released (adoption): their handler gets C possibly NULL,
 	 * without the channel's sequence number check, and checks itself. */
 	channel_fn unchecked[EDP_TYPE_MAX];
+	/* The numbers of the set-up messages sent for HINT_CONN until the
+	 * hint is cleared, known without asking the kernel (channel_hint);
+	 * never dereferenced: a handler may forget its connection. */
+	const struct conn *hint_conn;
+	uint32_t hint_seq, hint_ack;
 };
 
 /* Messages of TYPE go to FN from now on; -EINVAL for a type that is
@@ -63,12 +68,13 @@ int channel_inject(struct rackd *d, const struct inject_segment *seg);
  * else where the socket was last seen established (false, *SND_UNA
  * set), else nothing known (false, *SND_UNA untouched). */
 bool channel_snd_una(struct conn *c, uint32_t *snd_una);
-/* The set-up messages C sends until its seq_hint is cleared carry SEQ
+/* The set-up messages sent for C until channel_hint_clear() carry SEQ
  * and ACK, without asking the kernel where its socket is: answers
  * (channel_input sets it around a handler) and the first KEY after the
- * handshake, whose first numbers are its current ones (the caller
- * clears it). */
-void channel_hint(struct conn *c, uint32_t seq, uint32_t ack);
+ * handshake, whose first numbers are its current ones. */
+void channel_hint(struct rackd *d, const struct conn *c, uint32_t seq,
+		  uint32_t ack);
+void channel_hint_clear(struct rackd *d);
 /* Fill M with a numbered message of TYPE from C with COUNTER and its MAC
  * under C's key, for a sender that carries it otherwise (reconnection
  * SYNs, rcsyn.h). */

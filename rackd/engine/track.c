@@ -363,9 +363,9 @@ static void track_synack(struct rackd *d, struct queue *q,
 		queue_flush(q);
 		/* Its first KEY: nothing beyond the initial window can have
 		 * been sent yet, so the first numbers are the current ones. */
-		channel_hint(c, c->lend.isn, c->rend.isn);
+		channel_hint(d, c, c->lend.isn, c->rend.isn);
 		setup_begin(d, c);
-		c->seq_hint = false;
+		channel_hint_clear(d);
 		return;
 	}
 	/* Only the first SYN offered: a SYN-ACK without racks after a

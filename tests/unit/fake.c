@@ -25,6 +25,7 @@ struct fake_segment fake_sent[FAKE_MAX];
 unsigned fake_nsent, fake_unreachables, fake_expired;
 struct sockdiag_progress fake_progress;
 int fake_progress_err;
+unsigned fake_progress_calls;
 unsigned fake_held_added, fake_held_removed;
 int fake_ruleset_err;
 struct fake_event fake_events[FAKE_MAX];
@@ -99,6 +100,7 @@ int sockdiag_progress(const struct endpoint *local,
 		      struct sockdiag_progress *out)
 {
 	(void)local, (void)remote;
+	fake_progress_calls++;
 	if (fake_progress_err)
 		return -fake_progress_err;
 	*out = fake_progress;
@@ -171,6 +173,7 @@ void fake_rackd(struct rackd *d)
 	fake_nsent = fake_unreachables = fake_expired = fake_nevents = 0;
 	fake_held_added = fake_held_removed = 0;
 	fake_ruleset_err = fake_progress_err = 0;
+	fake_progress_calls = 0;
 	memset(&fake_progress, 0, sizeof(fake_progress));
 	fake_progress.state = 1;	/* TCP_ESTABLISHED */
 	event_subscribe(&d->events, EVENT_ALL, record, NULL);

@@ -40,9 +40,11 @@ extern struct fake_segment fake_sent[FAKE_MAX];
 extern unsigned fake_nsent;
 extern unsigned fake_unreachables;	/* inject_unreachable() calls */
 
-/* What sockdiag_progress() answers (or -fake_progress_err). */
+/* What sockdiag_progress() answers (or -fake_progress_err), and how
+ * often it was asked. */
 extern struct sockdiag_progress fake_progress;
 extern int fake_progress_err;
+extern unsigned fake_progress_calls;
 
 /* ruleset_held() calls: connections added and removed, errors to give. */
 extern unsigned fake_held_added, fake_held_removed;
