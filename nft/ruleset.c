@@ -223,6 +223,27 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 	splicemap_rules(f, "splice_out", true, spliced);
 }
 
+/*
+ * The base chains of a table that no rackd serves any more, left for the
+ * next one (daemon.c): only the splices' rewrites. A racks message or
+ * reconnection segment arriving meanwhile is then rewritten like the
+ * rest of its flow and meets its socket, which takes it for an old or
+ * out-of-place segment (a duplicate or challenge ACK at most). Diverted
+ * to a queue nobody reads, it would pass unrewritten (bypass) to a kernel
+ * without a socket for it, whose RST goes back to the peer: answering a
+ * reconnection SYN-ACK, whose ack is exactly our snd_una, that RST
+ * carries exactly the sequence number the peer's socket expects, and
+ * resets it.
+ */
+void ruleset_unserved_write(FILE *f, bool spliced)
+{
+	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
+	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
+		RULESET_PREROUTING);
+	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
+	splicemap_rules(f, "splice_out", true, spliced);
+}
+
 /* Probes are answered on the server ports rackd considers. */
 static void probe_chain(FILE *f, const struct config *cfg)
 {

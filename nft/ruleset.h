@@ -52,6 +52,9 @@ void ruleset_held_write(FILE *f, struct conn *const *conns, unsigned n,
  * Whoever changes one of the three passes the others' current state. */
 void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 			  bool held, bool adopting);
+/* The base chains' rules for a table no rackd serves (left for the next
+ * one): the splices' rewrites alone (SPLICED), nothing diverted. */
+void ruleset_unserved_write(FILE *f, bool spliced);
 
 /* Run an nft SCRIPT (element updates) as one transaction; on failure err
  * holds its first error line. */

@@ -326,10 +326,26 @@ void daemon_start(struct rackd *d)
  */
 static bool hand_over(struct rackd *d)
 {
+	char *script = NULL, err[256];
+	size_t len = 0;
+	FILE *f;
+
 	if (!d->state->path || state_write(d))
 		return false;
 	if (!d->splice->mapped && !d->held)
 		return false;
+	/* Nothing is diverted to a queue nobody will read (see
+	 * ruleset_unserved_write). */
+	f = open_memstream(&script, &len);
+	if (!f)
+		fatalx(EXIT_NOMEM, "out of memory");
+	ruleset_unserved_write(f, d->splice->mapped > 0);
+	if (fclose(f) != 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	if (ruleset_run(script, err, sizeof(err)))
+		log_warnx("table inet %s: leaving only the splices' rules: %s",
+			  RULESET_TABLE, err);
+	free(script);
 	log_info("table inet %s left in place for %u spliced and %u held "
 		 "connection(s): the next rackd takes them over from %s",
 		 RULESET_TABLE, d->splice->mapped, d->held, d->state->path);

@@ -113,15 +113,45 @@ def test_restart_in_the_middle_of_a_suspension_still_reconnects(topo):
     racks.check_both_ways(server, client, size)
 
 
+# Every RST A's kernel sends (the output hook sees those it answers
+# segments without a socket with too).
+RST_COUNTER = """table inet rstcount {
+    chain out {
+        type filter hook output priority 0; policy accept;
+        tcp flags & rst == rst counter
+    }
+}
+"""
+
+
 def test_spliced_connection_survives_a_restart_through_the_kept_table(topo):
+    """Stopped right after the move, with its reconnection possibly still
+    on the way: the kept table only rewrites, so B's answer, heartbeats
+    and whatever else of racks' arrives meanwhile reach A's socket as
+    segments of its flow (no queue nobody reads lets them by unrewritten
+    to draw RSTs: the one answering the reconnection SYN-ACK would carry
+    B's expected sequence number exactly and reset B's socket)."""
     size = 24 * MB
     ra, server, client = managed_transfer(topo, size)
+    rb = topo.b.rackds[-1]
+    testbed.nft_file(topo.a, RST_COUNTER)
     racks.move_and_splice(topo, "a", ra)
     assert ra.stop() == 0
-    # While no rackd runs, the table keeps rewriting the spliced flow.
+    sent = rb.status()["edp_msgs_out"]
+    # While no rackd runs, the table keeps rewriting the spliced flow,
+    # and diverts nothing.
     assert racks.racks_tables(topo.a) == ["table inet racks"]
     assert "10.71." in testbed.nft(topo.a, "list map inet racks out4_laddr")
-    time.sleep(1)
+    prerouting = testbed.nft(topo.a, "list chain inet racks prerouting")
+    assert "@in4_" in prerouting and "divert" not in prerouting, prerouting
+    output = testbed.nft(topo.a, "list chain inet racks output")
+    assert "jump" not in output and "divert" not in output, output
+    time.sleep(1.5)
+    # B kept talking to A (heartbeats, then its suspension's), and none
+    # of it drew a RST.
+    assert rb.status()["edp_msgs_out"] > sent
+    counted = testbed.nft(topo.a, "list chain inet rstcount out")
+    assert "counter packets 0 bytes 0" in counted, counted
     ra.start()
     st = ra.status()
     assert st["state_restored"] == 1 and st["spliced"] == 1, st
