@@ -6,12 +6,120 @@ IPv6 ACK behind hop-by-hop and destination options headers carrying SACK
 blocks and an RFC 6994 experimental option, racks messages and a
 reconnection SYN. Also one racks.conf and one
 control-protocol request, since every fuzz target reads every seed.
+
+In seeds/engine/, operation sequences for the stateful fuzzer
+(fuzz_engine.c) that take rackd's connections to its deep states:
+connected both ways, suspended and resumed, spliced after either end
+moved, exported and imported, adopted, held by a peer that went away.
 """
 import ipaddress
 import os
 import struct
 
 SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
+
+# fuzz_engine.c's operations, in the order of its enum op.
+(ADVANCE, CONNECT, PEER_CONNECT, DELIVER, DRAIN, AUTO, SEND, PEER_SEND,
+ SOCK, PEER_MSG, RAW, LINK, ADDR, ROUTE, CUT, NFT_FAIL, SOCKDIAG_FAIL, CTL,
+ PEER_STATE, WIRE, HANDSHAKE) = range(21)
+# advance_ms[] indexes
+MS_10, MS_100, MS_500, MS_1S, MS_2S5, MS_5S, MS_10S, MS_30S, MS_60S = (
+    1, 3, 6, 7, 9, 10, 11, 12, 13)
+# control commands (op_ctl)
+STATUS, LIST, SHOW, PEER, EXPORT, UNEXPORT, RELEASE, IMPORT, RESTORED, \
+    RELOAD = range(10)
+
+
+def flow(v6=0, local=0, remote=0, lport=0, rport=0):
+    """A flow of the fuzzer's pool (engine/pool.c)."""
+    return v6 | local << 1 | remote << 2 | lport << 3 | rport << 4
+
+
+def engine(ops, auto=True, suspend=0, max_suspend=0, setup=0, sweep=0,
+           maxconn=0, seed=1):
+    """Two bytes of configuration (fuzz_engine.c configure()), two of
+    seed, then the operations."""
+    a = (0x80 if auto else 0) | suspend | max_suspend << 2 | setup << 5
+    b = sweep << 2 | maxconn << 4
+    out = bytes([a, b, seed >> 8, seed & 0xff])
+    for op in ops:
+        out += bytes(op)
+    return out
+
+
+def engine_seeds():
+    out, inn = 1, 0            # HANDSHAKE: who connects (bit 0)
+    f0, f1 = flow(), flow(v6=1, local=1, remote=1, lport=1, rport=1)
+    f8 = flow(lport=1)         # f0's path, another connection
+    up = [(HANDSHAKE, f0, out), (ADVANCE, MS_1S)]
+    seeds = {}
+    seeds["connected_out.bin"] = engine(
+        up + [(SEND, f0, 100), (PEER_SEND, f0, 50), (ADVANCE, MS_60S),
+              (CTL, SHOW, 0, 0), (CTL, LIST, 0, 0)])
+    seeds["connected_in.bin"] = engine(
+        [(HANDSHAKE, f1, inn), (ADVANCE, MS_10S), (PEER_MSG, f1, 0, 0),
+         (ADVANCE, MS_30S)])
+    seeds["suspend_resume.bin"] = engine(
+        up + [(HANDSHAKE, f8, out), (SEND, f0, 60), (CUT, 1),
+              (ADVANCE, MS_10S), (SEND, f0, 40), (SOCK, f0, 2, 0),
+              (ADVANCE, MS_2S5), (CUT, 0), (ADVANCE, MS_5S),
+              (ADVANCE, MS_5S)], suspend=1)
+    seeds["link_down.bin"] = engine(
+        up + [(LINK, 0, 0), (ADVANCE, MS_2S5), (LINK, 0, 3),
+              (ADVANCE, MS_1S), (ADVANCE, MS_5S)])
+    # Our address goes: the path moves, reconnects and is spliced.
+    seeds["address_moves.bin"] = engine(
+        up + [(ADDR, 0, 1), (ADVANCE, MS_100), (ADVANCE, MS_1S),
+              (SEND, f0, 30), (ADVANCE, MS_10S), (CTL, LIST, 0, 0)])
+    # The peer moves and says so (reconnection SYN): spliced here.
+    seeds["peer_moves.bin"] = engine(
+        up + [(PEER_STATE, f0, 3, 2), (ADVANCE, MS_100), (SEND, f0, 30),
+              (ADVANCE, MS_10S)])
+    # Both moved: rackctl peer tells this end where the peer went.
+    seeds["rackctl_peer.bin"] = engine(
+        up + [(PEER_STATE, f0, 4, 2), (CTL, PEER, 0, 2 << 1),
+              (ADVANCE, MS_1S), (ADVANCE, MS_10S)])
+    # rackckpt: export, release, import, restored.
+    seeds["export_import.bin"] = engine(
+        up + [(CTL, EXPORT, 0, 0), (ADVANCE, MS_100), (CTL, EXPORT, 0, 0),
+              (CTL, RELEASE, 0, 0), (SOCK, f0, 0, 0), (ADVANCE, MS_1S),
+              (CTL, IMPORT, 0, 0), (SOCK, f0, 4, 0), (CTL, RESTORED, 0, 0),
+              (ADVANCE, MS_1S), (ADVANCE, MS_10S)], sweep=1)
+    # The peer's process moves (AWAY), then reconnects from elsewhere.
+    seeds["peer_away.bin"] = engine(
+        up + [(PEER_MSG, f0, 3, 0), (ADVANCE, MS_2S5),
+              (PEER_STATE, f0, 3, 2), (ADVANCE, MS_10S)])
+    # A handshake rackd never saw: the peer asks to adopt it.
+    seeds["adopted.bin"] = engine(
+        [(SOCK, f1, 3, 3), (PEER_MSG, f1, 5, 0), (ADVANCE, MS_500),
+         (ADVANCE, MS_500), (ADVANCE, MS_500), (ADVANCE, MS_1S),
+         (ADVANCE, MS_5S), (ADVANCE, MS_10S)])
+    # The peer's SYN lost racks' option on the way: adopted later.
+    seeds["plain_then_adopted.bin"] = engine(
+        [(PEER_CONNECT, f0, 3, 0x20), (DRAIN,), (ADVANCE, MS_100),
+         (PEER_MSG, f0, 5, 0), (ADVANCE, MS_1S), (ADVANCE, MS_1S),
+         (ADVANCE, MS_10S)])
+    # A plain peer: released, adoption unanswered.
+    seeds["plain_peer.bin"] = engine(
+        [(PEER_STATE, f0, 1, 0), (HANDSHAKE, f0, out), (ADVANCE, MS_10S),
+         (ADVANCE, MS_10S)])
+    # Suspended, then a reload rebuilds the table with its hold.
+    seeds["reload_held.bin"] = engine(
+        up + [(CUT, 1), (ADVANCE, MS_10S), (CTL, RELOAD, 0, 0),
+              (CUT, 0), (ADVANCE, MS_5S)], suspend=1)
+    # Suspended past max_suspend: aborted.
+    seeds["abort.bin"] = engine(
+        up + [(CUT, 3), (ADVANCE, MS_10S), (ADVANCE, MS_30S)],
+        suspend=1, max_suspend=1)
+    # Lost set-up messages, retries, a timeout.
+    seeds["lossy_setup.bin"] = engine(
+        [(CONNECT, f0, 3, 0x0f), (DELIVER, 1, 0), (DELIVER, 1, 0),
+         (DELIVER, 2, 1), (ADVANCE, MS_100), (DELIVER, 3, 2),
+         (ADVANCE, MS_500), (DRAIN,), (ADVANCE, MS_10S)], auto=False)
+    os.makedirs(os.path.join(SEEDS, "engine"), exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(SEEDS, "engine", name), "wb") as f:
+            f.write(data)
 
 
 def csum(data):
@@ -101,6 +209,7 @@ def main():
     for name, data in seeds.items():
         with open(os.path.join(SEEDS, name), "wb") as f:
             f.write(data)
+    engine_seeds()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,866 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The kernel I/O rackd's engine calls, faked for the stateful fuzzer
+ * (engine.h): one clock the input moves, the queue, raw sends, sock_diag,
+ * rtnetlink, routes, addresses kept on "lo", the service manager, the
+ * control socket's event stream and logging. Everything that would
+ * reach the host is recorded or answered here instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h> /* before linux/ headers: libc-compat */
+#include <linux/netfilter.h>
+#include <sanitizer/asan_interface.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "csum.h"
+#include "ctl.h"
+#include "engine.h"
+#include "inject.h"
+#include "local.h"
+#include "lohost.h"
+#include "log.h"
+#include "loop.h"
+#include "notify.h"
+#include "packet.h"
+#include "queue.h"
+#include "rtnl.h"
+#include "sockdiag.h"
+#include "wrap.h"
+
+/* Timer callbacks one input may run: inputs stay fast whatever they
+ * ask for, and a timer that re-arms itself for now forever shows. */
+#define FZ_TIMER_BUDGET 50000
+#define FZ_TIMER_STORM 5000	/* callbacks at one instant */
+
+uint64_t fz_now;
+struct rackd *fz_d;
+bool fz_tracing;
+struct fz_sock fz_socks[FZ_FLOWS];
+int fz_sockdiag_dump_err, fz_sockdiag_progress_err;
+unsigned fz_addr_present[2];
+int fz_route[2];
+unsigned fz_lo_kept[2];
+uint64_t fz_events[EVENT_MAX], fz_events_total[EVENT_MAX];
+
+static struct timer_heap heap;
+static unsigned timer_runs;
+
+/* ---- reports ---- */
+
+void fz_violation(const char *file, int line, const char *cond,
+		  const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "\n==fuzz_engine: invariant violated at %s:%d: %s\n  ",
+		file, line, cond);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	abort();
+}
+
+/*
+ * Known bugs, named in RACKS_FUZZ_KNOWN (comma-separated; see
+ * tests/fuzz/crashes/README.md): their checks step aside, so that a long
+ * run finds the others. Never set by make check.
+ */
+bool fz_known(const char *id)
+{
+	const char *list = getenv("RACKS_FUZZ_KNOWN"), *p;
+	size_t n = strlen(id);
+
+	for (p = list; p && (p = strstr(p, id)); p += n)
+		if ((p == list || p[-1] == ',') && (!p[n] || p[n] == ','))
+			return true;
+	return false;
+}
+
+void fz_trace(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!fz_tracing)
+		return;
+	fprintf(stderr, "[%8llu] ", (unsigned long long)fz_now);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---- randomness: xorshift, libsodium's too ---- */
+
+static uint64_t rng;
+
+void fz_rng_seed(uint64_t seed)
+{
+	rng = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+}
+
+uint32_t fz_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+static const char *rng_name(void)
+{
+	return "fuzz_engine";
+}
+
+static void rng_buf(void *const buf, const size_t size)
+{
+	uint8_t *p = buf;
+
+	for (size_t i = 0; i < size; i++)
+		p[i] = (uint8_t)fz_rand();
+}
+
+/* Installed before sodium_init() (fuzz_engine.c): keys, hash keys and
+ * announcements then depend on the input alone. */
+void fz_rng_install(void)
+{
+	static randombytes_implementation impl = {
+		.implementation_name = rng_name,
+		.random = fz_rand,
+		.buf = rng_buf,
+	};
+
+	randombytes_set_implementation(&impl);
+}
+
+/* ---- the event loop: one clock, one heap ---- */
+
+struct loop {
+	int unused;
+};
+static struct loop the_loop;
+
+struct loop *loop_new(void)
+{
+	return &the_loop;
+}
+
+/* Every timer must have been cancelled by whoever armed it. */
+void loop_free(struct loop *loop)
+{
+	(void)loop;
+}
+
+int loop_add(struct loop *loop, int fd, uint32_t events, loop_fn fn,
+	     void *arg)
+{
+	(void)loop, (void)fd, (void)events, (void)fn, (void)arg;
+	return 0;
+}
+
+int loop_mod(struct loop *loop, int fd, uint32_t events)
+{
+	(void)loop, (void)fd, (void)events;
+	return 0;
+}
+
+void loop_del(struct loop *loop, int fd)
+{
+	(void)loop, (void)fd;
+}
+
+uint64_t loop_dispatches(const struct loop *loop, int fd)
+{
+	(void)loop, (void)fd;
+	return 0;
+}
+
+uint64_t loop_now(void)
+{
+	return fz_now;
+}
+
+void loop_timer_arm(struct loop *loop, struct timer *t, uint64_t delay_ms)
+{
+	(void)loop;
+	FZ_CHECK(t->fn, "timer %p armed without a callback", (void *)t);
+	timer_heap_arm(&heap, t, fz_now + delay_ms);
+}
+
+void loop_timer_cancel(struct loop *loop, struct timer *t)
+{
+	(void)loop;
+	timer_heap_cancel(&heap, t);
+}
+
+int loop_run(struct loop *loop)
+{
+	(void)loop;
+	abort();	/* the fuzzer is the loop */
+}
+
+void loop_stop(struct loop *loop)
+{
+	(void)loop;
+}
+
+size_t fz_timer_count(void)
+{
+	return heap.count;
+}
+
+struct timer *fz_timer_at(size_t i)
+{
+	return heap.items[i];
+}
+
+/*
+ * timer_heap_run()'s loop, one callback at a time, so that the
+ * invariants are checked after each and the host's own packets (an ACK
+ * to a held socket) are handled before the next, as the real loop
+ * handles events between its timer runs.
+ */
+bool fz_run_due(void)
+{
+	unsigned storm = 0;
+
+	while (heap.count && heap.items[0]->deadline <= fz_now) {
+		struct timer *t = heap.items[0];
+
+		if (timer_runs >= FZ_TIMER_BUDGET)
+			return false;
+		FZ_CHECK(!__asan_address_is_poisoned(t),
+			 "timer %p due in freed memory", (void *)t);
+		timer_heap_cancel(&heap, t);
+		t->fn(t, t->arg);
+		timer_runs++;
+		FZ_CHECK(++storm < FZ_TIMER_STORM, "%u timer callbacks at %llu "
+			 "ms without time passing", storm,
+			 (unsigned long long)fz_now);
+		fz_net_settle();
+		fz_check(fz_d);
+	}
+	return true;
+}
+
+void fz_advance(uint64_t ms)
+{
+	uint64_t end = fz_now + ms;
+
+	for (;;) {
+		if (!fz_run_due())
+			return;
+		if (fz_auto)
+			fz_net_drain();
+		if (!heap.count || heap.items[0]->deadline > end)
+			break;
+		fz_now = heap.items[0]->deadline;
+	}
+	fz_now = end;
+	if (fz_run_due() && fz_auto)
+		fz_net_drain();
+}
+
+/* ---- the queue ---- */
+
+struct queue {
+	queue_fn fn;
+	void *arg;
+	struct queue_stats stats;
+};
+static struct queue the_queue;
+
+/* The packet being decided: exactly one verdict for it. */
+static struct {
+	bool open;
+	uint32_t id;
+	unsigned verdicts;
+	struct fz_verdict v;
+	uint8_t *out;
+	size_t outsize;
+} cur;
+static uint32_t next_id;
+
+int queue_open(struct queue **out, uint16_t num, uint32_t maxlen, queue_fn fn,
+	       void *arg)
+{
+	(void)num, (void)maxlen;
+	memset(&the_queue, 0, sizeof(the_queue));
+	the_queue.fn = fn;
+	the_queue.arg = arg;
+	*out = &the_queue;
+	return 0;
+}
+
+void queue_close(struct queue *q)
+{
+	q->fn = NULL;
+}
+
+int queue_fd(const struct queue *q)
+{
+	(void)q;
+	return -1;
+}
+
+void queue_process(struct queue *q)
+{
+	(void)q;
+	abort();	/* packets come through fz_queue_packet() */
+}
+
+static void verdict(uint32_t id, uint32_t v)
+{
+	FZ_CHECK(cur.open && id == cur.id, "verdict %u for packet %u, not "
+		 "the one being decided (%u)", v, id, cur.id);
+	FZ_CHECK(++cur.verdicts == 1, "packet %u got %u verdicts", id,
+		 cur.verdicts);
+	cur.v.verdict = v;
+	the_queue.stats.verdicts++;
+}
+
+void queue_verdict(struct queue *q, uint32_t id, uint32_t v)
+{
+	(void)q;
+	FZ_CHECK(v == NF_ACCEPT || v == NF_DROP, "verdict %u", v);
+	verdict(id, v);
+}
+
+void queue_verdict_repeat(struct queue *q, uint32_t id, uint32_t mark)
+{
+	(void)q;
+	verdict(id, NF_REPEAT);
+	cur.v.mark = mark;
+}
+
+void queue_flush(struct queue *q)
+{
+	(void)q;
+}
+
+void queue_verdict_replace(struct queue *q, uint32_t id, const uint8_t *data,
+			   size_t len)
+{
+	(void)q;
+	verdict(id, NF_ACCEPT);
+	FZ_CHECK(len <= cur.outsize, "replacement of %zu bytes", len);
+	memcpy(cur.out, data, len);
+	cur.v.replaced = true;
+	cur.v.len = len;
+	the_queue.stats.rewritten++;
+}
+
+const struct queue_stats *queue_stats(const struct queue *q)
+{
+	return &q->stats;
+}
+
+/* A replacement is the same segment with other options or window: it
+ * parses, its checksum is right, and everything else is as it was. */
+static void check_replacement(const uint8_t *orig, size_t len,
+			      const uint8_t *repl, size_t rlen)
+{
+	struct packet a, b;
+
+	FZ_CHECK(packet_parse(orig, len, &a) == PACKET_OK, "original");
+	FZ_CHECK(packet_parse(repl, rlen, &b) == PACKET_OK,
+		 "replacement does not parse (%zu bytes)", rlen);
+	FZ_CHECK(csum_tcp_valid(&b.src, &b.dst, b.data + b.tcp_off, b.tcp_len),
+		 "replacement's TCP checksum is wrong");
+	FZ_CHECK(addr_equal(&a.src, &b.src) && addr_equal(&a.dst, &b.dst) &&
+		 a.sport == b.sport && a.dport == b.dport && a.seq == b.seq &&
+		 a.ack == b.ack && a.flags == b.flags &&
+		 a.payload_len == b.payload_len &&
+		 memcmp(a.data + a.tcp_off + a.hdr_len,
+			b.data + b.tcp_off + b.hdr_len, a.payload_len) == 0,
+		 "replacement changed more than options and window");
+}
+
+struct fz_verdict fz_queue_packet(uint8_t hook, const uint8_t *data,
+				  size_t len, size_t orig_len,
+				  uint32_t skbinfo, uint8_t *out,
+				  size_t outsize)
+{
+	struct queue_packet qp = {
+		.id = ++next_id, .hook = hook, .data = data, .len = len,
+		.orig_len = orig_len, .skbinfo = skbinfo,
+	};
+
+	FZ_CHECK(!cur.open, "packet queued while rackd decides packet %u",
+		 cur.id);
+	FZ_CHECK(the_queue.fn, "queue closed");
+	memset(&cur, 0, sizeof(cur));
+	cur.open = true;
+	cur.id = qp.id;
+	cur.out = out;
+	cur.outsize = outsize;
+	the_queue.stats.received++;
+	the_queue.fn(the_queue.arg, &the_queue, &qp);
+	FZ_CHECK(cur.verdicts == 1, "packet %u (hook %u, %zu bytes) got no "
+		 "verdict", qp.id, hook, len);
+	cur.open = false;
+	if (cur.v.replaced)
+		check_replacement(data, len, out, cur.v.len);
+	else if (cur.v.verdict != NF_DROP) {
+		memcpy(out, data, len < outsize ? len : outsize);
+		cur.v.len = len < outsize ? len : outsize;
+	}
+	return cur.v;
+}
+
+/* ---- raw sends ---- */
+
+static uint8_t the_inject;
+
+int inject_open(struct inject **out, uint32_t mark)
+{
+	(void)mark;
+	*out = (struct inject *)&the_inject;
+	return 0;
+}
+
+void inject_close(struct inject *inj)
+{
+	(void)inj;
+}
+
+void inject_set_mark(struct inject *inj, uint32_t mark)
+{
+	(void)inj, (void)mark;
+}
+
+size_t fz_build(const struct inject_segment *seg, uint8_t *out, size_t size)
+{
+	int len = inject_build(seg, out, size);
+
+	return len > 0 ? (size_t)len : 0;
+}
+
+/*
+ * What rackd sends must be a segment: built by the real builder (which
+ * refuses options that are no multiple of four, mixed families, too
+ * long headers), it parses back to what was asked, checksum included.
+ */
+int inject_send(struct inject *inj, const struct inject_segment *seg)
+{
+	static uint8_t buf[0xffff];
+	struct packet p;
+	int len;
+
+	(void)inj;
+	FZ_CHECK(seg->src && seg->dst, "segment without endpoints");
+	len = inject_build(seg, buf, sizeof(buf));
+	FZ_CHECK(len > 0, "rackd's segment cannot be built: %s (family %u -> "
+		 "%u, %zu option bytes, %zu payload)", strerror(-len),
+		 seg->src->addr.family, seg->dst->addr.family, seg->optlen,
+		 seg->paylen);
+	FZ_CHECK(packet_parse(buf, (size_t)len, &p) == PACKET_OK,
+		 "rackd's segment does not parse");
+	FZ_CHECK(csum_tcp_valid(&p.src, &p.dst, p.data + p.tcp_off, p.tcp_len),
+		 "rackd's segment has a wrong checksum");
+	FZ_CHECK(p.seq == seg->seq && p.ack == seg->ack &&
+		 p.flags == seg->flags && p.payload_len == seg->paylen &&
+		 p.sport == seg->src->port && p.dport == seg->dst->port,
+		 "rackd's segment parses to something else");
+	FZ_CHECK(seg->src->port && seg->dst->port, "segment to or from port 0");
+	if (p.opt.racks_len) {
+		struct edp_msg m;
+
+		FZ_CHECK(edp_option_parse(p.data + p.opt.racks_off,
+					  p.opt.racks_len, &m) == EDP_OK ||
+			 edp_marker_type(p.data + p.opt.racks_off,
+					 p.opt.racks_len),
+			 "rackd sent a racks option that does not parse");
+	}
+	fz_net_injected(buf, (size_t)len);
+	return 0;
+}
+
+int inject_unreachable(struct inject *inj, const struct endpoint *local,
+		       const struct endpoint *remote, uint32_t seq)
+{
+	(void)inj;
+	FZ_CHECK(local->addr.family == remote->addr.family,
+		 "ICMP unreachable across families");
+	fz_net_unreachable(local, remote, seq);
+	return 0;
+}
+
+/* ---- sock_diag, from the local kernel's sockets ---- */
+
+static void progress_of(const struct fz_sock *s, struct sockdiag_progress *pr)
+{
+	uint32_t snd0 = s->restored ? s->base_snd
+				    : s->isn + (s->active ? 0 : 1);
+	uint32_t rcv0 = s->restored ? s->base_rcv : s->risn + 1;
+
+	memset(pr, 0, sizeof(*pr));
+	pr->state = s->state;
+	/* The active opener's bytes_acked counts its SYN (conn.c). */
+	pr->bytes_acked = s->snd_una - snd0;
+	pr->bytes_received = s->rcv_nxt - rcv0;
+	pr->bytes_retrans = s->retrans_bytes;
+	pr->bytes_sent = s->snd_nxt - snd0 - (s->restored || !s->active ? 0 : 1)
+			 + s->retrans_bytes;
+	pr->snd_wscale = s->snd_wscale;
+	pr->rcv_wscale = s->rcv_wscale;
+	pr->unacked = s->unacked;
+	pr->backoff = s->backoff;
+	pr->retransmits = s->retransmits;
+	pr->options = s->options;
+	pr->advmss = s->mss;
+	pr->snd_mss = s->mss;
+}
+
+int sockdiag_dump(sockdiag_fn fn, void *arg)
+{
+	if (fz_sockdiag_dump_err)
+		return -fz_sockdiag_dump_err;
+	for (unsigned n = 0; n < FZ_FLOWS; n++) {
+		struct sockdiag_entry e = { .state = fz_socks[n].state };
+
+		if (!fz_socks[n].exists)
+			continue;
+		fz_flow_endpoints(n, &e.local, &e.remote);
+		e.inode = n + 1000;
+		fn(arg, &e);
+	}
+	return 0;
+}
+
+int sockdiag_progress(const struct endpoint *local,
+		      const struct endpoint *remote,
+		      struct sockdiag_progress *out)
+{
+	int n = fz_flow_of(local, remote);
+
+	if (fz_sockdiag_progress_err)
+		return -fz_sockdiag_progress_err;
+	if (n < 0 || !fz_socks[n].exists)
+		return -ENOENT;
+	progress_of(&fz_socks[n], out);
+	return 0;
+}
+
+/* ---- rtnetlink ---- */
+
+static struct rtnl_handlers rtnl_h;
+static uint8_t the_rtnl;
+
+int rtnl_open(struct rtnl **out, const struct rtnl_handlers *h)
+{
+	rtnl_h = *h;
+	*out = (struct rtnl *)&the_rtnl;
+	return 0;
+}
+
+void rtnl_close(struct rtnl *r)
+{
+	(void)r;
+	memset(&rtnl_h, 0, sizeof(rtnl_h));
+}
+
+int rtnl_fd(const struct rtnl *r)
+{
+	(void)r;
+	return -1;
+}
+
+/* The answers arrive as events: fuzz_engine.c delivers one per present
+ * address right after start-up, as the first turns of the loop would. */
+int rtnl_dump_addresses(struct rtnl *r)
+{
+	(void)r;
+	return 0;
+}
+
+void rtnl_process(struct rtnl *r)
+{
+	(void)r;
+	abort();
+}
+
+void fz_rtnl_link(const struct rtnl_link_event *ev)
+{
+	if (rtnl_h.link)
+		rtnl_h.link(rtnl_h.arg, ev);
+}
+
+void fz_rtnl_addr(const struct rtnl_addr_event *ev)
+{
+	if (rtnl_h.addr)
+		rtnl_h.addr(rtnl_h.arg, ev);
+}
+
+/* ---- routes and addresses ---- */
+
+int local_source(const struct addr *dst, struct addr *src)
+{
+	int f = dst->family == AF_INET6, i = fz_route[f];
+
+	if (i < 0 || !(fz_addr_present[f] & (1u << i)))
+		return -ENETUNREACH;
+	*src = *fz_local_addr(f, i);
+	return 0;
+}
+
+static unsigned *lo_bit(const struct addr *a, unsigned *bit)
+{
+	int i = fz_local_index(a);
+
+	FZ_CHECK(i >= 0, "an address rackd never had kept on lo");
+	*bit = 1u << i;
+	return &fz_lo_kept[a->family == AF_INET6];
+}
+
+int lohost_add(const struct addr *a)
+{
+	unsigned bit, *kept = lo_bit(a, &bit);
+
+	if (*kept & bit)
+		return -EEXIST;
+	*kept |= bit;
+	return 0;
+}
+
+int lohost_del(const struct addr *a)
+{
+	unsigned bit, *kept = lo_bit(a, &bit);
+
+	if (!(*kept & bit))
+		return -EADDRNOTAVAIL;
+	*kept &= ~bit;
+	return 0;
+}
+
+/* ---- the service manager, capabilities, signals ---- */
+
+int notify_send(const char *fmt, ...)
+{
+	(void)fmt;
+	return 0;
+}
+
+void notify_ready(const char *status)
+{
+	(void)status;
+}
+
+void notify_reloading(void)
+{
+}
+
+void notify_stopping(void)
+{
+}
+
+void notify_status(const char *status)
+{
+	(void)status;
+}
+
+int notify_watchdog_enabled(uint64_t *usec)
+{
+	(void)usec;
+	return 0;
+}
+
+struct notify_watchdog *notify_watchdog_new(struct loop *loop, int queue_fd)
+{
+	(void)loop, (void)queue_fd;
+	return NULL;
+}
+
+void notify_watchdog_free(struct notify_watchdog *w)
+{
+	(void)w;
+}
+
+int caps_drop(void)
+{
+	return 0;
+}
+
+int fz_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	(void)how, (void)set, (void)old;
+	return 0;
+}
+
+/* A descriptor for daemon_stop() to close. */
+int fz_signalfd(int fd, const sigset_t *mask, int flags)
+{
+	(void)fd, (void)mask, (void)flags;
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* ---- the control socket: its event stream is counted ---- */
+
+static uint8_t the_ctl;
+
+int ctl_open(struct ctl **out, struct rackd *d, const char *path)
+{
+	(void)d, (void)path;
+	*out = (struct ctl *)&the_ctl;
+	return 0;
+}
+
+void ctl_close(struct ctl *ctl)
+{
+	(void)ctl;
+}
+
+void ctl_event(void *arg, enum event_type type, struct conn *c,
+	       const char *reason)
+{
+	(void)arg;
+	FZ_CHECK((unsigned)type < EVENT_MAX, "event %d", type);
+	FZ_CHECK(!__asan_address_is_poisoned(c), "event %d for a freed "
+		 "connection", type);
+	fz_events[type]++;
+	fz_events_total[type]++;
+	fz_trace("event %s conn %llu%s%s", event_name(type) ?
+		 event_name(type) : "internal", (unsigned long long)c->id,
+		 reason ? ": " : "", reason ? reason : "");
+}
+
+/* ---- logging: quiet unless RACKS_FUZZ_LOG is set ---- */
+
+void log_init(const char *ident, bool foreground, bool debug)
+{
+	(void)ident, (void)foreground, (void)debug;
+}
+
+void log_set_debug(bool debug)
+{
+	(void)debug;
+}
+
+bool log_debug_enabled(void)
+{
+	return fz_tracing;
+}
+
+#define LOG_BODY(prefix)                                  \
+	do {                                              \
+		va_list ap;                               \
+		if (!fz_tracing)                          \
+			break;                            \
+		fprintf(stderr, "[%8llu] rackd %s", (unsigned long long)fz_now, \
+			prefix);                          \
+		va_start(ap, fmt);                        \
+		vfprintf(stderr, fmt, ap);                \
+		va_end(ap);                               \
+		fputc('\n', stderr);                      \
+	} while (0)
+
+void log_warn(const char *fmt, ...)
+{
+	LOG_BODY("warning: ");
+}
+
+void log_warnx(const char *fmt, ...)
+{
+	LOG_BODY("warning: ");
+}
+
+void log_info(const char *fmt, ...)
+{
+	LOG_BODY("");
+}
+
+void log_debug(const char *fmt, ...)
+{
+	LOG_BODY("debug: ");
+}
+
+/* rackd exits on these: the input that gets there is kept. */
+void fatal(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "==fuzz_engine: rackd fatal (exit %d): ", code);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+void fatalx(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "==fuzz_engine: rackd fatal (exit %d): ", code);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (!p)
+		fatalx(EXIT_NOMEM, "out of memory");
+	return p;
+}
+
+void *xreallocarray(void *ptr, size_t n, size_t size)
+{
+	void *p = reallocarray(ptr, n, size);
+
+	if (!p)
+		fatalx(EXIT_NOMEM, "out of memory");
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		fatalx(EXIT_NOMEM, "out of memory");
+	return p;
+}
+
+/* ---- per input ---- */
+
+void fz_fake_reset(void)
+{
+	timer_heap_free(&heap);
+	timer_heap_init(&heap);
+	timer_runs = 0;
+	fz_now = 1000000;
+	next_id = 0;
+	memset(&cur, 0, sizeof(cur));
+	memset(fz_socks, 0, sizeof(fz_socks));
+	fz_sockdiag_dump_err = fz_sockdiag_progress_err = 0;
+	fz_addr_present[0] = fz_addr_present[1] = 3;
+	fz_route[0] = fz_route[1] = 0;
+	fz_lo_kept[0] = fz_lo_kept[1] = 0;
+	memset(fz_events, 0, sizeof(fz_events));
+	memset(&rtnl_h, 0, sizeof(rtnl_h));
+}
+
+void fz_fake_finish(void)
+{
+	for (size_t i = 0; i < heap.count; i++)
+		FZ_CHECK(false, "timer %p (deadline %llu) still armed after "
+			 "daemon_stop()%s", (void *)heap.items[i],
+			 (unsigned long long)heap.items[i]->deadline,
+			 __asan_address_is_poisoned(heap.items[i]) ?
+			 ", in freed memory" : "");
+	FZ_CHECK(!fz_lo_kept[0] && !fz_lo_kept[1], "addresses left on lo "
+		 "(%x, %x) by a rackd that removed its table",
+		 fz_lo_kept[0], fz_lo_kept[1]);
+}

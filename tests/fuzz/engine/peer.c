@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The remote hosts of the stateful fuzzer (engine.h): for each flow, the
+ * remote end's kernel socket and, if its host runs one, a well-behaved
+ * peer rackd. That rackd does what rackd does on the other end: it
+ * offers racks in its SYN and SYN-ACK, completes set-up with real X25519
+ * keys and the transcript of edp/keys.c, answers heartbeats, AWAY and
+ * reconnections (in SYN-ACKs, rcsyn.h) with valid MACs and counters,
+ * follows a reconnection to where it came from, answers ADOPT with the
+ * connection's true numbers and sets up after it; and, when the input
+ * says so, heartbeats, moves, goes away or forgets the connection of its
+ * own accord. Without it rackd's deep states (connected, suspended,
+ * spliced, migrating) would stay out of reach.
+ *
+ * A MAC of ours that such a peer cannot verify is a violation, unless
+ * raw segments (fz_peer_raw) touched the flow: then the keys may differ
+ * by design (an attacker on the path can always race set-up).
+ */
+#include <string.h>
+
+#include "engine.h"
+#include "option.h"
+#include "packet.h"
+#include "rcsyn.h"
+
+struct fz_peer fz_peers[FZ_FLOWS];
+
+/* A reconnection message in a SYN's payload. */
+#define RC_PAYLOAD EDP_NUMBERED_SIZE
+
+static unsigned index_of(const struct fz_peer *p)
+{
+	return (unsigned)(p - fz_peers);
+}
+
+/* Its rackd starts over for this connection (a new handshake). */
+static void forget(struct fz_peer *p)
+{
+	p->offered = p->setup = p->client = p->have_ours = false;
+	p->keyed = p->connected = p->wait_done = p->adopting = false;
+	p->away = false;
+	memset(&p->kp, 0, sizeof(p->kp));
+	memset(&p->t, 0, sizeof(p->t));
+	memset(p->key, 0, sizeof(p->key));
+	p->conn_id = 0;
+	p->hb_out = p->hb_in = p->hb_acked = 0;
+}
+
+static void send_seg(const struct fz_seg *s)
+{
+	uint8_t buf[FZ_PKT_MAX];
+	size_t len = fz_seg_build(s, buf, sizeof(buf));
+
+	if (len)
+		fz_net_from_peer(buf, len);
+}
+
+static void base_seg(const struct fz_peer *p, struct fz_seg *s, uint8_t flags)
+{
+	memset(s, 0, sizeof(*s));
+	s->src = p->wire;
+	s->dst = p->ours;
+	s->flags = flags;
+	s->window = 65535;
+	s->seq = p->snd_nxt;
+	s->ack = p->rcv_nxt;
+}
+
+/* As channel_send() sends them: zero-length, a keepalive's numbers. */
+static void send_msg(const struct fz_peer *p, const struct edp_msg *m)
+{
+	struct fz_seg s;
+
+	base_seg(p, &s, TCP_FLAG_ACK);
+	s.seq = p->snd_nxt - 1;
+	s.ack = p->rcv_nxt - 1;
+	s.optlen = edp_option_build(m, s.opt, sizeof(s.opt));
+	send_seg(&s);
+}
+
+/* channel.c's numbered_role(): by type and sender. */
+static enum edp_role numbered_role(uint8_t type, bool client)
+{
+	return (enum edp_role)(EDP_ROLE_CLIENT_HEARTBEAT +
+			       2 * (type - EDP_HEARTBEAT) + (client ? 0 : 1));
+}
+
+void fz_peer_numbered(const struct fz_peer *p, uint8_t type, uint32_t counter,
+		      struct edp_msg *m)
+{
+	*m = (struct edp_msg){ .version = EDP_VERSION, .type = type,
+			       .conn_id = p->conn_id, .counter = counter };
+	edp_mac_counter(p->key, numbered_role(type, p->client), counter, &p->t,
+			m->mac);
+}
+
+static void send_numbered(const struct fz_peer *p, uint8_t type,
+			  uint32_t counter)
+{
+	struct edp_msg m;
+
+	fz_peer_numbered(p, type, counter, &m);
+	send_msg(p, &m);
+}
+
+static void send_key(const struct fz_peer *p)
+{
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_KEY };
+
+	memcpy(m.key, p->kp.pk, EDP_KEY_LEN);
+	send_msg(p, &m);
+}
+
+static void send_mac(const struct fz_peer *p, uint8_t type, enum edp_role role)
+{
+	struct edp_msg m = { .version = EDP_VERSION, .type = type };
+
+	edp_mac(p->key, role, &p->t, m.mac);
+	send_msg(p, &m);
+}
+
+/* A message of ours that a well-behaved peer could not verify. */
+static void verified(const struct fz_peer *p, bool ok, const char *what)
+{
+	FZ_CHECK(ok || p->tainted, "flow %u: rackd's %s does not verify at "
+		 "a well-behaved peer rackd", index_of(p), what);
+}
+
+/* ---- set-up, as setup.c does it on the other end ---- */
+
+static void setup_start(struct fz_peer *p, bool client)
+{
+	bool adopting = p->adopting;
+
+	forget(p);
+	p->adopting = adopting;
+	p->offered = true;
+	p->setup = true;
+	p->client = client;
+	edp_keypair_new(&p->kp);
+	p->t.isn_client = client ? p->isn : p->risn;
+	p->t.isn_server = client ? p->risn : p->isn;
+	memcpy(client ? p->t.pk_client : p->t.pk_server, p->kp.pk,
+	       EDP_KEY_LEN);
+	if (client)
+		send_key(p);
+}
+
+static bool take_key(struct fz_peer *p, const uint8_t *pk)
+{
+	uint8_t *slot = p->client ? p->t.pk_server : p->t.pk_client;
+
+	if (p->have_ours)
+		return memcmp(slot, pk, EDP_KEY_LEN) == 0;
+	memcpy(slot, pk, EDP_KEY_LEN);
+	if (edp_derive(&p->kp, pk, &p->t, p->key))
+		return false;
+	p->have_ours = p->keyed = true;
+	p->conn_id = edp_conn_id(p->key);
+	return true;
+}
+
+static void setup_message(struct fz_peer *p, const struct edp_msg *m)
+{
+	switch (m->type) {
+	case EDP_KEY:
+		if (!take_key(p, m->key) || p->client)
+			return;
+		send_key(p);
+		send_mac(p, EDP_CONFIRM, EDP_ROLE_SERVER_CONFIRM);
+		return;
+	case EDP_CONFIRM:
+		if (!p->keyed)
+			return;
+		if (!p->client) {
+			bool ok = !edp_mac_verify(p->key,
+						  EDP_ROLE_CLIENT_CONFIRM,
+						  &p->t, m->mac);
+
+			verified(p, ok, "CONFIRM");
+			if (!ok)
+				return;
+			p->connected = true;
+			send_mac(p, EDP_DONE, EDP_ROLE_SERVER_DONE);
+			return;
+		}
+		verified(p, !edp_mac_verify(p->key, EDP_ROLE_SERVER_CONFIRM,
+					    &p->t, m->mac), "CONFIRM");
+		p->wait_done = true;
+		send_mac(p, EDP_CONFIRM, EDP_ROLE_CLIENT_CONFIRM);
+		return;
+	case EDP_DONE:
+		if (!p->keyed || !p->client)
+			return;
+		verified(p, !edp_mac_verify(p->key, EDP_ROLE_SERVER_DONE,
+					    &p->t, m->mac), "DONE");
+		p->connected = true;
+		return;
+	}
+}
+
+/* ---- after set-up: numbered messages ---- */
+
+static bool numbered_ok(const struct fz_peer *p, const struct edp_msg *m)
+{
+	bool ok = p->keyed && !edp_mac_counter_verify(
+			p->key, numbered_role(m->type, !p->client), m->counter,
+			&p->t, m->mac);
+
+	if (p->keyed)
+		verified(p, ok, edp_type_name(m->type));
+	return ok;
+}
+
+static void numbered_message(struct fz_peer *p, const struct fz_seg *s,
+			     const struct edp_msg *m)
+{
+	bool request = m->type == EDP_HEARTBEAT || m->type == EDP_RECONNECT ||
+		       m->type == EDP_AWAY;
+
+	if (!numbered_ok(p, m))
+		return;
+	if (!request) {
+		if (m->counter <= p->hb_out && m->counter > p->hb_acked)
+			p->hb_acked = m->counter;
+		return;
+	}
+	if (m->counter <= p->hb_in)
+		return;		/* a replay */
+	p->hb_in = m->counter;
+	if (m->type == EDP_RECONNECT)
+		p->ours = s->src;	/* follow it */
+	if (m->type == EDP_AWAY)
+		p->away = true;
+	send_numbered(p, (uint8_t)(m->type + 1), m->counter);
+}
+
+/* ---- adoption: the true numbers, and set-up once they agree ---- */
+
+static void send_adopt(const struct fz_peer *p, bool agreed, bool wrong)
+{
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_ADOPT,
+			     .x_own = p->isn + 1 + (wrong ? 7 : 0),
+			     .x_peer = p->risn + 1,
+			     .flags = agreed ? EDP_ADOPT_AGREED : 0 };
+
+	send_msg(p, &m);
+}
+
+static void adopt_message(struct fz_peer *p, const struct edp_msg *m)
+{
+	uint32_t own = p->isn + 1, peer = p->risn + 1;
+	bool match = m->x_own == peer && m->x_peer == own;
+
+	if (!p->sock || !p->established)
+		return;
+	if (!match) {
+		send_adopt(p, false, false);
+		return;
+	}
+	if (!(m->flags & EDP_ADOPT_AGREED))
+		send_adopt(p, true, false);
+	if (p->adopting && (p->setup || p->connected))
+		return;		/* agreed already: set-up is under way */
+	p->adopting = true;
+	/* The end whose own first byte is the lower one is the client. */
+	setup_start(p, own < peer);
+}
+
+/* ---- reconnection SYNs (rcsyn.h) ---- */
+
+size_t fz_rcsyn_options(uint8_t type, uint32_t tsecr, uint8_t *o)
+{
+	size_t i = 0;
+
+	o[i++] = TCP_OPT_MSS;
+	o[i++] = 4;
+	o[i++] = 0x05;
+	o[i++] = 0xb4;
+	o[i++] = TCP_OPT_NOP;
+	o[i++] = TCP_OPT_WSCALE;
+	o[i++] = 3;
+	o[i++] = 7;
+	o[i++] = TCP_OPT_SACK_PERM;
+	o[i++] = 2;
+	o[i++] = TCP_OPT_TIMESTAMP;
+	o[i++] = 10;
+	for (int b = 0; b < 4; b++) {
+		o[i + b] = (uint8_t)((uint32_t)fz_now >> (24 - 8 * b));
+		o[i + 4 + b] = (uint8_t)(tsecr >> (24 - 8 * b));
+	}
+	i += 8;
+	return i + edp_marker_build(type, o + i, EDP_MARKER_SIZE);
+}
+
+/* A RECONNECT (ANSWER NULL) or its RECONNECT_ACK in a SYN (SYN-ACK). */
+static void send_rcsyn(const struct fz_peer *p, uint32_t counter,
+		       const struct rcsyn_seen *answer)
+{
+	uint8_t type = answer ? EDP_RECONNECT_ACK : EDP_RECONNECT;
+	struct edp_msg m;
+	struct fz_seg s;
+
+	base_seg(p, &s, TCP_FLAG_SYN | (answer ? TCP_FLAG_ACK : 0));
+	fz_peer_numbered(p, type, counter, &m);
+	s.paylen = edp_option_build(&m, s.payload, sizeof(s.payload));
+	s.optlen = fz_rcsyn_options(type, answer ? answer->tsval : 0, s.opt);
+	s.seq = p->snd_nxt - 1 - (uint32_t)s.paylen;
+	s.ack = answer ? answer->end : 0;
+	send_seg(&s);
+}
+
+static struct fz_peer *by_id(uint64_t id, const struct endpoint *dst)
+{
+	for (unsigned n = 0; n < FZ_FLOWS; n++) {
+		struct fz_peer *p = &fz_peers[n];
+
+		/* Only where its host is now. */
+		if (p->keyed && p->conn_id == id && endpoint_equal(&p->wire, dst))
+			return p;
+	}
+	return NULL;
+}
+
+static struct fz_peer *by_tuple(const struct endpoint *dst,
+				const struct endpoint *src)
+{
+	for (unsigned n = 0; n < FZ_FLOWS; n++)
+		if (endpoint_equal(&fz_peers[n].wire, dst) &&
+		    endpoint_equal(&fz_peers[n].ours, src))
+			return &fz_peers[n];
+	return NULL;
+}
+
+static void rcsyn_message(const struct fz_seg *s, const struct packet *pk)
+{
+	struct rcsyn_seen seen;
+	struct edp_msg m;
+	struct fz_peer *p;
+
+	if (rcsyn_parse(pk, &m, &seen) || !(p = by_id(m.conn_id, &s->dst)) ||
+	    !p->racks || p->silent || !numbered_ok(p, &m))
+		return;
+	if (m.type == EDP_RECONNECT_ACK) {
+		/* Its handshake's third segment, a heartbeat (rcsyn.c). */
+		struct edp_msg hb;
+		struct fz_seg a;
+
+		if (m.counter > p->hb_out || m.counter <= p->hb_acked)
+			return;
+		p->hb_acked = m.counter;
+		base_seg(p, &a, TCP_FLAG_ACK);
+		a.seq = seen.ack;
+		a.ack = seen.end;
+		fz_peer_numbered(p, EDP_HEARTBEAT, ++p->hb_out, &hb);
+		a.optlen = edp_option_build(&hb, a.opt, sizeof(a.opt));
+		send_seg(&a);
+		return;
+	}
+	if (m.counter <= p->hb_in)
+		return;
+	p->hb_in = m.counter;
+	p->ours = s->src;
+	p->away = false;
+	send_rcsyn(p, m.counter, &seen);
+}
+
+/* ---- the remote kernel ---- */
+
+static void kernel_synack(struct fz_peer *p)
+{
+	struct fz_seg s;
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_SYNACK };
+
+	base_seg(p, &s, TCP_FLAG_SYN | TCP_FLAG_ACK);
+	s.seq = p->isn;
+	s.optlen = fz_rcsyn_options(EDP_RECONNECT, 0, s.opt) - EDP_MARKER_SIZE;
+	if (p->offered)
+		s.optlen += edp_option_build(&m, s.opt + s.optlen,
+					     sizeof(s.opt) - s.optlen);
+	send_seg(&s);
+}
+
+static bool carries(const struct fz_seg *s, uint8_t type)
+{
+	size_t len = 0;
+	const uint8_t *o = fz_exp_option(s, &len);
+	struct edp_msg m;
+
+	return o && edp_option_parse(o, len, &m) == EDP_OK && m.type == type;
+}
+
+static void kernel_ack(const struct fz_peer *p)
+{
+	struct fz_seg s;
+
+	base_seg(p, &s, TCP_FLAG_ACK);
+	send_seg(&s);
+}
+
+static void kernel_receive(struct fz_peer *p, const struct fz_seg *s)
+{
+	bool syn = s->flags & TCP_FLAG_SYN, ack = s->flags & TCP_FLAG_ACK;
+
+	if (s->flags & TCP_FLAG_RST) {
+		if (p->sock && (s->seq == p->rcv_nxt || !p->established))
+			p->sock = p->established = false;
+		return;
+	}
+	if (syn && !ack) {
+		if (p->sock && !p->active && s->seq == p->risn) {
+			kernel_synack(p);	/* its SYN again */
+			return;
+		}
+		if (p->sock && p->established)
+			return;
+		forget(p);
+		p->sock = true;
+		p->active = p->established = false;
+		p->isn = fz_rand();
+		p->risn = s->seq;
+		p->snd_nxt = p->isn + 1;
+		p->rcv_nxt = s->seq + 1;
+		p->offered = p->racks && !p->silent && carries(s, EDP_SYN);
+		kernel_synack(p);
+		if (p->offered)
+			setup_start(p, false);
+		return;
+	}
+	if (syn) {
+		if (p->sock && p->active && !p->established &&
+		    s->ack == p->isn + 1) {
+			p->established = true;
+			p->risn = s->seq;
+			p->rcv_nxt = s->seq + 1;
+			kernel_ack(p);
+			if (p->syn_offered && carries(s, EDP_SYNACK))
+				setup_start(p, true);
+		} else if (p->established) {
+			kernel_ack(p);
+		}
+		return;
+	}
+	if (!p->sock)
+		return;
+	if (!p->established && ack && s->ack == p->isn + 1)
+		p->established = true;
+	if (s->paylen || (s->flags & TCP_FLAG_FIN)) {
+		if (s->seq == p->rcv_nxt)
+			p->rcv_nxt += (uint32_t)s->paylen +
+				      !!(s->flags & TCP_FLAG_FIN);
+		kernel_ack(p);
+	}
+}
+
+void fz_peer_receive(const uint8_t *pkt, size_t len)
+{
+	struct packet pk;
+	struct fz_seg s;
+	struct fz_peer *p;
+	struct edp_msg m;
+	size_t olen = 0;
+	const uint8_t *o;
+
+	if (!fz_seg_parse(pkt, len, &s, &pk))
+		return;
+	if ((s.flags & (TCP_FLAG_SYN | TCP_FLAG_RST | TCP_FLAG_FIN)) ==
+	    TCP_FLAG_SYN && rcsyn_carried(&pk)) {
+		rcsyn_message(&s, &pk);
+		return;
+	}
+	o = fz_exp_option(&s, &olen);
+	if (!(s.flags & TCP_FLAG_SYN) && o && fz_racks_exid(o, olen)) {
+		/* Its rackd's, consumed there, whatever it says. */
+		if (edp_option_parse(o, olen, &m) != EDP_OK || s.paylen)
+			return;
+		p = edp_type_numbered(m.type) ? by_id(m.conn_id, &s.dst)
+					      : by_tuple(&s.dst, &s.src);
+		if (!p || !p->racks || p->silent)
+			return;
+		if (edp_type_numbered(m.type))
+			numbered_message(p, &s, &m);
+		else if (m.type == EDP_ADOPT)
+			adopt_message(p, &m);
+		else if (p->setup)
+			setup_message(p, &m);
+		return;
+	}
+	p = by_tuple(&s.dst, &s.src);
+	if (p)
+		kernel_receive(p, &s);
+}
+
+/* ---- what the input makes the remote hosts do ---- */
+
+void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe)
+{
+	struct fz_peer *p = &fz_peers[n];
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_SYN };
+	struct fz_seg s;
+
+	if (p->sock && p->established)
+		return;
+	forget(p);
+	fz_flow_endpoints(n, &p->ours, &p->wire);
+	p->sock = p->active = true;
+	p->established = false;
+	p->isn = isn;
+	p->snd_nxt = isn + 1;
+	p->rcv_nxt = 0;
+	p->syn_offered = p->racks && !p->silent && !(optbits & 0x20);
+	base_seg(p, &s, TCP_FLAG_SYN);
+	s.seq = isn;
+	s.ack = 0;
+	s.tos = probe ? EDP_PROBE_TOS : 0;
+	s.optlen = optbits & 1 ? fz_rcsyn_options(EDP_RECONNECT, 0, s.opt) -
+				 EDP_MARKER_SIZE : 0;
+	if (p->syn_offered)
+		s.optlen += edp_option_build(&m, s.opt + s.optlen,
+					     sizeof(s.opt) - s.optlen);
+	send_seg(&s);
+}
+
+void fz_peer_send(unsigned n, unsigned len, bool fin)
+{
+	struct fz_peer *p = &fz_peers[n];
+	struct fz_seg s;
+
+	if (!p->sock || !p->established)
+		return;
+	base_seg(p, &s, TCP_FLAG_ACK | TCP_FLAG_PSH | (fin ? TCP_FLAG_FIN : 0));
+	s.paylen = len % 200;
+	memset(s.payload, 'p', s.paylen);
+	p->snd_nxt += (uint32_t)s.paylen + (fin ? 1 : 0);
+	send_seg(&s);
+}
+
+void fz_peer_message(unsigned n, uint8_t what, uint8_t arg)
+{
+	struct fz_peer *p = &fz_peers[n];
+
+	if (!p->racks)
+		return;
+	switch (what % 8) {
+	case 0:		/* its heartbeat (a replay with ARG's low bit) */
+		if (p->connected)
+			send_numbered(p, EDP_HEARTBEAT,
+				      arg & 1 ? p->hb_out : ++p->hb_out);
+		return;
+	case 1:
+		if (p->setup && p->client && !p->connected)
+			send_key(p);
+		return;
+	case 2:
+		if (p->keyed && p->client && p->wait_done)
+			send_mac(p, EDP_CONFIRM, EDP_ROLE_CLIENT_CONFIRM);
+		return;
+	case 3:		/* its process is being checkpointed */
+		if (p->connected)
+			send_numbered(p, EDP_AWAY, ++p->hb_out);
+		return;
+	case 4:		/* a zero-length RECONNECT, as older rackds sent */
+		if (p->connected)
+			send_numbered(p, EDP_RECONNECT, ++p->hb_out);
+		return;
+	case 5:		/* its adoption of the connection */
+		if (p->sock && p->established)
+			send_adopt(p, arg & 1, arg & 2);
+		return;
+	case 6:
+		if (p->connected)
+			send_rcsyn(p, ++p->hb_out, NULL);
+		return;
+	default:
+		if (p->keyed && !p->client)
+			send_mac(p, EDP_DONE, EDP_ROLE_SERVER_DONE);
+	}
+}
+
+void fz_peer_move(unsigned n, int ai, int pi, bool reconnect)
+{
+	struct fz_peer *p = &fz_peers[n];
+	int f = p->wire.addr.family == AF_INET6;
+
+	p->wire.addr = *fz_remote_addr(f, ai % FZ_REMOTE_ADDRS);
+	p->wire.port = fz_remote_port(pi % 3);
+	if (reconnect && p->racks && p->connected)
+		send_rcsyn(p, ++p->hb_out, NULL);
+}
+
+void fz_peer_forget(unsigned n)
+{
+	forget(&fz_peers[n]);
+}
+
+void fz_peer_reset(void)
+{
+	memset(fz_peers, 0, sizeof(fz_peers));
+	for (unsigned n = 0; n < FZ_FLOWS; n++) {
+		fz_flow_endpoints(n, &fz_peers[n].ours, &fz_peers[n].wire);
+		fz_peers[n].racks = true;
+	}
+}
