@@ -200,6 +200,8 @@ static void op_ctl(struct rackd *d, struct fz_input *in)
 		out = ctl(d, "cmd=show\nid=%llu\n", id);
 		break;
 	case 3:		/* rackctl peer ID ADDR[:PORT] */
+		if (fz_known("peer-splice-fail"))
+			fz_nft_fail(0, 0);
 		addr_format(peer, addr, sizeof(addr));
 		if (b & 8)
 			out = ctl(d, "cmd=peer\nid=%llu\npeer=%s%s%s:%u\n", id,
@@ -368,11 +370,27 @@ static void op_handshake(struct rackd *d, unsigned n, uint8_t who)
 	fz_net_drain();
 }
 
+static const char *const op_names[OP_MAX] = {
+	"advance", "connect", "peer_connect", "deliver", "drain", "auto",
+	"send", "peer_send", "sock", "peer_msg", "raw", "link", "addr",
+	"route", "cut", "nft_fail", "sockdiag_fail", "ctl", "peer_state",
+	"wire", "handshake",
+};
+
 static void op(struct rackd *d, struct fz_input *in)
 {
 	uint8_t code = fz_u8(in) % OP_MAX, x, y;
 	unsigned n;
 
+	if (fz_tracing) {
+		size_t end = in->pos + 7 < in->len ? in->pos + 7 : in->len;
+		char args[32] = "";
+
+		for (size_t i = in->pos; i < end; i++)
+			snprintf(args + strlen(args), sizeof(args) - strlen(args),
+				 " %02x", in->data[i]);
+		fz_trace("op %s:%s ...", op_names[code], args);
+	}
 	switch (code) {
 	case OP_ADVANCE:
 		fz_advance(advance_ms[fz_u8(in) % 16]);

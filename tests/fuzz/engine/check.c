@@ -10,6 +10,7 @@
  */
 #include <sanitizer/asan_interface.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "adopt.h"
@@ -163,9 +164,10 @@ static void check_paths(struct rackd *d)
 				 "is not in the table");
 			FZ_CHECK(c->host == p, "%s: on a path it does not name",
 				 cname(c));
-			FZ_CHECK(addr_equal(&p->local, &c->wire_local.addr) &&
-				 addr_equal(&p->remote, &c->wire_remote.addr) &&
-				 p->parked == conn_parked(c), "%s: on a path "
+			FZ_CHECK((addr_equal(&p->local, &c->wire_local.addr) &&
+				  addr_equal(&p->remote, &c->wire_remote.addr) &&
+				  p->parked == conn_parked(c)) ||
+				 fz_known("peer-splice-fail"), "%s: on a path "
 				 "other than its wire endpoints'", cname(c));
 			carrier |= c == p->carrier;
 		}
@@ -255,7 +257,13 @@ static void count_reached(void)
 
 void fz_check(struct rackd *d)
 {
-	if (!d || !d->loop)
+	static int off = -1;
+
+	/* RACKS_FUZZ_NOCHECK=1: the sanitizers alone, to see where a
+	 * violation leads. */
+	if (off < 0)
+		off = getenv("RACKS_FUZZ_NOCHECK") != NULL;
+	if (!d || !d->loop || off)
 		return;
 	check_table(d);
 	for (size_t i = 0; i < nconns; i++)

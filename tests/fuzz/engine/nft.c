@@ -29,6 +29,7 @@
 #define NFT_VAL_MAX 48
 
 struct elem {
+	uint32_t hash;		/* of set and key: most lookups stop there */
 	char set[16];
 	char key[NFT_KEY_MAX];
 	char val[NFT_VAL_MAX];
@@ -79,10 +80,24 @@ static bool live(const struct elem *e)
 	return !e->expires || e->expires > fz_now;
 }
 
+static uint32_t hash_of(const char *set, const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *set; set++)
+		h = (h ^ (uint8_t)*set) * 16777619u;
+	for (; *key; key++)
+		h = (h ^ (uint8_t)*key) * 16777619u;
+	return h;
+}
+
 static struct elem *find(struct table *t, const char *set, const char *key)
 {
+	uint32_t h = hash_of(set, key);
+
 	for (unsigned i = 0; i < t->n; i++)
-		if (!strcmp(t->e[i].set, set) && !strcmp(t->e[i].key, key))
+		if (t->e[i].hash == h && !strcmp(t->e[i].set, set) &&
+		    !strcmp(t->e[i].key, key))
 			return &t->e[i];
 	return NULL;
 }
@@ -104,6 +119,7 @@ static int add_elem(struct table *t, const char *set, const char *key,
 		e = &t->e[t->n++];
 		snprintf(e->set, sizeof(e->set), "%s", set);
 		snprintf(e->key, sizeof(e->key), "%s", key);
+		e->hash = hash_of(e->set, e->key);
 	} else if (live(e)) {
 		return 0;	/* "add" keeps an element that is there */
 	}
