@@ -122,6 +122,40 @@ def engine_seeds():
             f.write(data)
 
 
+def crash_reproducers():
+    """The bugs fuzz_engine found, each as the shortest sequence that
+    shows it (tests/fuzz/crashes/README.md says what each is)."""
+    out = 1
+    f0 = flow()
+    f2 = flow(remote=1)        # f0's local end, another peer host
+    up = [(HANDSHAKE, f0, out), (ADVANCE, MS_1S)]
+    crashes = {}
+    # A FIN with DSCP LE and a malformed racks option, from anyone.
+    crashes["repeat-loop.bin"] = engine(
+        [(RAW, f0, 4, 1, 1, 15, 0, 0x01)])
+    # A SYN with racks' option on a managed connection's tuple.
+    crashes["syn-reuse.bin"] = engine(
+        up + [(RAW, f0, 0, 0, 0, 1, 0, 0), (ADVANCE, MS_2S5)])
+    # rackctl peer whose splice nft refuses.
+    crashes["peer-splice-fail.bin"] = engine(
+        up + [(NFT_FAIL, 0x01), (CTL, PEER, 0, 2 << 1), (ADVANCE, MS_5S)])
+    # The same without any injected failure: the new wire tuple is
+    # another connection's.
+    crashes["peer-splice-collision.bin"] = engine(
+        up + [(HANDSHAKE, f2, out), (ADVANCE, MS_1S),
+              (CTL, PEER, 0, 0), (ADVANCE, MS_5S)])
+    # Aborted after max_suspend, then the peer asks to adopt it.
+    crashes["abort-keeps-keys.bin"] = engine(
+        up + [(CUT, 1), (ADVANCE, MS_5S), (CUT, 0),
+              (PEER_MSG, f0, 5, 0), (ADVANCE, MS_1S)],
+        suspend=1, max_suspend=2)
+    path = os.path.join(os.path.dirname(SEEDS), "crashes")
+    os.makedirs(path, exist_ok=True)
+    for name, data in crashes.items():
+        with open(os.path.join(path, name), "wb") as f:
+            f.write(data)
+
+
 def csum(data):
     if len(data) % 2:
         data += b"\0"
@@ -210,6 +244,7 @@ def main():
         with open(os.path.join(SEEDS, name), "wb") as f:
             f.write(data)
     engine_seeds()
+    crash_reproducers()
 
 
 if __name__ == "__main__":

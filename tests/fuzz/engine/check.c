@@ -190,6 +190,38 @@ static void check_paths(struct rackd *d)
 		 "%u", hosted, on_paths);
 }
 
+/* The tuple a connection's segments travel with: its splice's, or its
+ * socket's. */
+static void wire_of(const struct conn *c, const struct endpoint **l,
+		    const struct endpoint **r)
+{
+	*l = c->mapped ? &c->mapped_local : &c->local;
+	*r = c->mapped ? &c->mapped_remote : &c->remote;
+}
+
+/* A splice onto another connection's tuple hands that connection's
+ * segments to the wrong socket. */
+static void check_wires(void)
+{
+	for (size_t i = 0; i < nconns; i++) {
+		const struct endpoint *l, *r, *ol, *or;
+
+		if (!conns[i]->mapped)
+			continue;
+		wire_of(conns[i], &l, &r);
+		for (size_t j = 0; j < nconns; j++) {
+			if (j == i)
+				continue;
+			wire_of(conns[j], &ol, &or);
+			FZ_CHECK(!endpoint_equal(l, ol) || !endpoint_equal(r, or) ||
+				 fz_known("wire-collision"), "%s is spliced onto "
+				 "the tuple conn %llu's segments travel with",
+				 cname(conns[i]),
+				 (unsigned long long)conns[j]->id);
+		}
+	}
+}
+
 /* Every armed timer lives in memory that is still allocated. */
 static void check_timers(void)
 {
@@ -269,6 +301,7 @@ void fz_check(struct rackd *d)
 	for (size_t i = 0; i < nconns; i++)
 		check_conn(d, conns[i]);
 	check_paths(d);
+	check_wires();
 	check_timers();
 	check_nft(d);
 	count_reached();
@@ -290,7 +323,8 @@ void fz_check_stats_print(void)
 	for (int i = 0; i < R_MAX; i++)
 		fprintf(stderr, " %s %llu", reach_names[i],
 			(unsigned long long)reached_total[i]);
-	fprintf(stderr, "\nfuzz_engine: events posted:");
+	fprintf(stderr, "\nfuzz_engine: messages the peers could not verify "
+		"%llu; events posted:", (unsigned long long)fz_peer_unverified);
 	for (int t = 0; t < EVENT_MAX; t++)
 		if (event_name(t))
 			fprintf(stderr, " %s %llu", event_name(t),

@@ -304,6 +304,9 @@ struct fz_peer {
 	bool tainted;		/* raw segments touched it: keys may differ */
 };
 extern struct fz_peer fz_peers[FZ_FLOWS];
+/* rackd's messages the peers could not verify (set-up raced by stale
+ * messages, or raw segments), across inputs. */
+extern uint64_t fz_peer_unverified;
 
 /* A segment from this host reaches the remote hosts. */
 void fz_peer_receive(const uint8_t *pkt, size_t len);

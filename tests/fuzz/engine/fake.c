@@ -868,6 +868,8 @@ void fz_fake_finish(void)
 			 (unsigned long long)heap.items[i]->deadline,
 			 __asan_address_is_poisoned(heap.items[i]) ?
 			 ", in freed memory" : "");
+	FZ_CHECK(!fz_table || fz_nft_failed, "table inet racks left behind by "
+		 "a rackd with nothing to hand over");
 	FZ_CHECK(!fz_lo_kept[0] && !fz_lo_kept[1], "addresses left on lo "
 		 "(%x, %x) by a rackd that removed its table",
 		 fz_lo_kept[0], fz_lo_kept[1]);
