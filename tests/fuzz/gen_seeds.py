@@ -149,6 +149,10 @@ def crash_reproducers():
         up + [(CUT, 1), (ADVANCE, MS_5S), (CUT, 0),
               (PEER_MSG, f0, 5, 0), (ADVANCE, MS_1S)],
         suspend=1, max_suspend=2)
+    # Two reconnections of one connection in one burst of the queue.
+    crashes["reconnect-twice.bin"] = engine(
+        up + [(PEER_STATE, f0, 3, 2), (PEER_STATE, f0, 3, 1 | 2 << 2),
+              (DRAIN,), (ADVANCE, MS_1S)], auto=False)
     path = os.path.join(os.path.dirname(SEEDS), "crashes")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():
