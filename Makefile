@@ -140,7 +140,7 @@ FUZZ_ENGINE_FLAGS := -g -O1 -fno-omit-frame-pointer \
 # not coverage-instrumented: its comparisons would only slow the fuzzer
 # and feed it features of the harness rather than of rackd.
 FUZZ_COVERAGE := -fsanitize=fuzzer-no-link
-$(addprefix $(BUILD)/fuzz-obj/tests/fuzz/engine/,check.o nft.o fake.o pool.o): \
+$(addprefix $(BUILD)/fuzz-obj/tests/fuzz/engine/,check.o nft.o fake.o host.o pool.o): \
 	FUZZ_COVERAGE :=
 $(BUILD)/fuzz-obj/%.o: %.c
 	$(call quiet,CC-FUZZ,$<)

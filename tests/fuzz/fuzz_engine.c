@@ -520,6 +520,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_net_reset();
 	fz_peer_reset();
 	memset(exports, 0, sizeof(exports));
+	memset(fz_events, 0, sizeof(fz_events));
 	user_cut = link_down = 0;
 	memset(&d, 0, sizeof(d));
 	d.cfg = config_defaults();

@@ -7,7 +7,9 @@
  *   fake.c   the kernel I/O rackd calls: clock and timers, the queue
  *            (every packet gets exactly one verdict), raw sends (built
  *            and checked), sock_diag over a table of fake sockets,
- *            rtnetlink, routes, "lo" addresses, logging
+ *            rtnetlink, routes, "lo" addresses
+ *   host.c   the rest of the host: reports, randomness, logging, the
+ *            service manager, signals, the control socket's events
  *   nft.c    nftables: the scripts rackd writes (the real writers of
  *            nft/) interpreted into sets, maps and chain flags, all or
  *            nothing, with the kernel's ENOENT on a missing element; the
@@ -20,9 +22,11 @@
  *   peer.c   the remote hosts: a kernel and, optionally, a well-behaved
  *            peer rackd that completes set-up with real X25519 keys and
  *            answers with valid MACs
+ *   raw.c    segments crafted from the input, valid or not
  *   check.c  the invariants checked after every step
  *
- * Everything is one instance, reset for every input (fz_reset()).
+ * wrap_*.c compile a few of rackd's own files with names redirected
+ * (wrap.h). Everything is one instance, reset for every input.
  */
 #ifndef RACKS_FUZZ_ENGINE_H
 #define RACKS_FUZZ_ENGINE_H
@@ -115,7 +119,7 @@ size_t fz_seg_build(const struct fz_seg *s, uint8_t *out, size_t size);
 const uint8_t *fz_exp_option(const struct fz_seg *s, size_t *len);
 bool fz_racks_exid(const uint8_t *o, size_t len);
 
-/* ---- fake kernel I/O (fake.c) ---- */
+/* ---- fake kernel I/O (fake.c, host.c) ---- */
 
 extern uint64_t fz_now;
 extern struct rackd *fz_d;

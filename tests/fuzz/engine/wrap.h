@@ -12,8 +12,9 @@
  *                   without blocking the fuzzer's signals
  *   wrap_local.c    rackd/engine/local.c: routes from the fake's table
  *   wrap_inject.c   rackd/io/inject.c: the real segment builder only
- *   wrap_nft.c      nft/ruleset.c and nft/flowset.c: the real script
- *                   writers, run by the fake nft (nft.c)
+ *   wrap_nft.c      nft/ruleset.c: the real script writers, run by the
+ *                   fake nft (nft.c)
+ *   wrap_flowset.c  nft/flowset.c: its script writers, not its socket
  */
 #ifndef RACKS_FUZZ_WRAP_H
 #define RACKS_FUZZ_WRAP_H
