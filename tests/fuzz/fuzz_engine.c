@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl_cmds.h"
 #include "daemon.h"
@@ -61,6 +62,7 @@ enum op {
 	OP_PEER_STATE,		/* flow, what, args: the remote host */
 	OP_WIRE,		/* duplicate or reorder */
 	OP_HANDSHAKE,		/* flow, who: connect and let it all happen */
+	OP_RESTART,		/* with or without its state file */
 	OP_MAX
 };
 
@@ -71,6 +73,9 @@ static const uint64_t advance_ms[16] = {
 
 static char exports[EXPORTS][2048];
 static unsigned user_cut, link_down;
+/* The configuration bytes, for a restart; the state file's path. */
+static uint8_t config_a, config_b;
+static char state_path[64];
 
 uint8_t fz_u8(struct fz_input *in)
 {
@@ -374,8 +379,50 @@ static const char *const op_names[OP_MAX] = {
 	"advance", "connect", "peer_connect", "deliver", "drain", "auto",
 	"send", "peer_send", "sock", "peer_msg", "raw", "link", "addr",
 	"route", "cut", "nft_fail", "sockdiag_fail", "ctl", "peer_state",
-	"wire", "handshake",
+	"wire", "handshake", "restart",
 };
+
+/* rackd starts: wired by main.c's code, started by daemon.c's, with
+ * the addresses the rtnetlink dump reports in its first turns. */
+static void start(struct rackd *d, const char *state)
+{
+	memset(d, 0, sizeof(*d));
+	d->cfg = config_defaults();
+	configure(d->cfg, config_a, config_b);
+	fz_wire(d);
+	d->config_path = CONFIG_PATH;
+	d->sock_path = "fuzz";
+	d->state->path = state;
+	fz_d = d;
+	daemon_start(d);
+	/* Writing the file at every change would cost the fuzzer more than
+	 * it tells: only a stop writes it (daemon_stop()'s hand-over). */
+	d->state->path = NULL;
+	for (int f = 0; f < 2; f++)
+		for (int i = 0; i < FZ_LOCAL_ADDRS; i++)
+			if (fz_addr_present[f] & (1u << i))
+				op_addr((uint8_t)(f | i << 1), 0);
+}
+
+/* rackd stops; with a state file, its table and kept addresses may stay
+ * for the next one. */
+static void stop(struct rackd *d, bool with_state)
+{
+	d->state->path = with_state ? state_path : NULL;
+	fz_d = NULL;
+	daemon_stop(d);
+	fz_fake_stopped(with_state);
+}
+
+/* A restart with its state file: the next rackd takes over the table
+ * and the connections; without: they are adopted, if at all. */
+static void restart(struct rackd *d, bool with_state)
+{
+	stop(d, with_state);
+	start(d, with_state ? state_path : NULL);
+	if (with_state)
+		unlink(state_path);
+}
 
 static void op(struct rackd *d, struct fz_input *in)
 {
@@ -480,9 +527,12 @@ static void op(struct rackd *d, struct fz_input *in)
 		else
 			fz_net_rotate();
 		return;
-	default:
+	case OP_HANDSHAKE:
 		n = fz_u8(in) % FZ_FLOWS;
 		op_handshake(d, n, fz_u8(in));
+		return;
+	default:
+		restart(d, fz_u8(in) & 1);
 	}
 }
 
@@ -501,6 +551,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
 	fz_tracing = getenv("RACKS_FUZZ_LOG") != NULL;
+	snprintf(state_path, sizeof(state_path), "/dev/shm/racks-fuzz-%d.state",
+		 (int)getpid());
 	fz_rng_install();
 	if (sodium_init() < 0)
 		abort();
@@ -511,9 +563,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_input in = { data, size, 0 };
-	uint8_t a = fz_u8(&in), b = fz_u8(&in);
 	struct rackd d;
 
+	config_a = fz_u8(&in);
+	config_b = fz_u8(&in);
 	fz_rng_seed(fz_u16(&in) + 1);
 	fz_fake_reset();
 	fz_nft_reset();
@@ -522,28 +575,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(exports, 0, sizeof(exports));
 	memset(fz_events, 0, sizeof(fz_events));
 	user_cut = link_down = 0;
-	memset(&d, 0, sizeof(d));
-	d.cfg = config_defaults();
-	configure(d.cfg, a, b);
-	fz_wire(&d);
-	d.config_path = CONFIG_PATH;
-	d.sock_path = "fuzz";
-	d.state->path = NULL;
-	fz_d = &d;
-	daemon_start(&d);
-	fz_auto = a & 0x80;
-	/* The answers to rtnl_dump_addresses(), in the first turns. */
-	for (int f = 0; f < 2; f++)
-		for (int i = 0; i < FZ_LOCAL_ADDRS; i++)
-			op_addr((uint8_t)(f | i << 1), 0);
+	start(&d, NULL);
+	fz_auto = config_a & 0x80;
 	step(&d);
 	for (unsigned ops = 0; in.pos < in.len && ops < MAX_OPS; ops++) {
 		op(&d, &in);
 		step(&d);
 	}
-	fz_d = NULL;
-	daemon_stop(&d);
-	fz_fake_finish();
+	stop(&d, false);
 	fz_check_input_done();
 	return 0;
 }

@@ -21,7 +21,7 @@ SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
 # fuzz_engine.c's operations, in the order of its enum op.
 (ADVANCE, CONNECT, PEER_CONNECT, DELIVER, DRAIN, AUTO, SEND, PEER_SEND,
  SOCK, PEER_MSG, RAW, LINK, ADDR, ROUTE, CUT, NFT_FAIL, SOCKDIAG_FAIL, CTL,
- PEER_STATE, WIRE, HANDSHAKE) = range(21)
+ PEER_STATE, WIRE, HANDSHAKE, RESTART) = range(22)
 # advance_ms[] indexes
 MS_10, MS_100, MS_500, MS_1S, MS_2S5, MS_5S, MS_10S, MS_30S, MS_60S = (
     1, 3, 6, 7, 9, 10, 11, 12, 13)
@@ -111,6 +111,17 @@ def engine_seeds():
     seeds["abort.bin"] = engine(
         up + [(CUT, 3), (ADVANCE, MS_10S), (ADVANCE, MS_30S)],
         suspend=1, max_suspend=1)
+    # rackd restarts with its state file: a spliced connection and a held
+    # one are taken over with the table.
+    seeds["restart_with_state.bin"] = engine(
+        up + [(HANDSHAKE, f8, out), (HANDSHAKE, f1, out), (ADVANCE, MS_1S),
+              (PEER_STATE, f0, 3, 2), (ADVANCE, MS_100), (CUT, 3),
+              (ADVANCE, MS_10S), (RESTART, 1),
+              (ADVANCE, MS_1S), (CUT, 0), (ADVANCE, MS_10S)], suspend=1)
+    # rackd restarts without it: its connections are adopted again.
+    seeds["restart_without_state.bin"] = engine(
+        up + [(RESTART, 0), (ADVANCE, MS_500), (ADVANCE, MS_500),
+              (ADVANCE, MS_1S), (ADVANCE, MS_5S), (ADVANCE, MS_10S)])
     # Lost set-up messages, retries, a timeout.
     seeds["lossy_setup.bin"] = engine(
         [(CONNECT, f0, 3, 0x0f), (DELIVER, 1, 0), (DELIVER, 1, 0),

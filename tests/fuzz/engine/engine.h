@@ -190,8 +190,9 @@ void fz_net_unreachable(const struct endpoint *local,
 extern uint64_t fz_events[EVENT_MAX], fz_events_total[EVENT_MAX];
 
 void fz_fake_reset(void);
-/* After daemon_stop(): every timer cancelled, nothing left behind. */
-void fz_fake_finish(void);
+/* After daemon_stop(): every timer cancelled, nothing left behind but
+ * what a hand-over leaves to the next rackd (HANDED_OVER possible). */
+void fz_fake_stopped(bool handed_over);
 
 /* ---- nftables (nft.c) ---- */
 
