@@ -419,6 +419,9 @@ static void stop(struct rackd *d, bool with_state)
 static void restart(struct rackd *d, bool with_state)
 {
 	stop(d, with_state);
+	/* A table that cannot be installed stops rackd at start-up, by
+	 * design: no failure is injected there. */
+	fz_nft_fail(0, 0);
 	start(d, with_state ? state_path : NULL);
 	if (with_state)
 		unlink(state_path);

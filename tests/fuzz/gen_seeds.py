@@ -122,6 +122,11 @@ def engine_seeds():
     seeds["restart_without_state.bin"] = engine(
         up + [(RESTART, 0), (ADVANCE, MS_500), (ADVANCE, MS_500),
               (ADVANCE, MS_1S), (ADVANCE, MS_5S), (ADVANCE, MS_10S)])
+    # rackctl probe: a DSCP-LE connection's FIN is answered.
+    seeds["probe.bin"] = engine(
+        [(PEER_STATE, f0, 1, 0), (PEER_CONNECT, f0, 3, 0x81), (DRAIN,),
+         (ADVANCE, MS_10), (PEER_SEND, f0, 0x80), (DRAIN,),
+         (ADVANCE, MS_1S)])
     # Lost set-up messages, retries, a timeout.
     seeds["lossy_setup.bin"] = engine(
         [(CONNECT, f0, 3, 0x0f), (DELIVER, 1, 0), (DELIVER, 1, 0),
@@ -164,6 +169,11 @@ def crash_reproducers():
     crashes["reconnect-twice.bin"] = engine(
         up + [(PEER_STATE, f0, 3, 2), (PEER_STATE, f0, 3, 1 | 2 << 2),
               (DRAIN,), (ADVANCE, MS_1S)], auto=False)
+    # Restarted with its state file, but the spliced connection that
+    # kept its address on lo closed meanwhile.
+    crashes["restart-orphans-lo.bin"] = engine(
+        up + [(ADDR, 0, 1), (ADVANCE, MS_1S), (SOCK, f0, 0, 0),
+              (RESTART, 1), (ADVANCE, MS_1S)])
     path = os.path.join(os.path.dirname(SEEDS), "crashes")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():

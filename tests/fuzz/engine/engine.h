@@ -292,8 +292,8 @@ struct fz_peer {
 	bool silent;		/* its rackd answers nothing (hung) */
 	struct endpoint wire;	/* its address and port now */
 	struct endpoint ours;	/* where it sends to: our end as it knows it */
-	/* its kernel's socket */
-	bool sock, established, active;
+	/* its kernel's socket (a classic EDP probe's: DSCP LE) */
+	bool sock, established, active, probe;
 	uint32_t isn, risn, snd_nxt, rcv_nxt;
 	/* its rackd's view of the connection */
 	bool syn_offered;	/* its own SYN carried racks' option */

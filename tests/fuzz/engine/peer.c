@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "announce.h"
 #include "option.h"
 #include "packet.h"
 #include "rcsyn.h"
@@ -67,6 +68,7 @@ static void base_seg(const struct fz_peer *p, struct fz_seg *s, uint8_t flags)
 	s->window = 65535;
 	s->seq = p->snd_nxt;
 	s->ack = p->rcv_nxt;
+	s->tos = p->probe ? EDP_PROBE_TOS : 0;
 }
 
 /* As channel_send() sends them: zero-length, a keepalive's numbers. */
@@ -516,6 +518,7 @@ void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe)
 	fz_flow_endpoints(n, &p->ours, &p->wire);
 	p->sock = p->active = true;
 	p->established = false;
+	p->probe = probe;
 	p->isn = isn;
 	p->snd_nxt = isn + 1;
 	p->rcv_nxt = 0;
@@ -523,7 +526,6 @@ void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe)
 	base_seg(p, &s, TCP_FLAG_SYN);
 	s.seq = isn;
 	s.ack = 0;
-	s.tos = probe ? EDP_PROBE_TOS : 0;
 	s.optlen = optbits & 1 ? fz_rcsyn_options(EDP_RECONNECT, 0, s.opt) -
 				 EDP_MARKER_SIZE : 0;
 	if (p->syn_offered)
