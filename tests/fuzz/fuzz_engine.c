@@ -8,8 +8,9 @@
  * MACs), crafted segments, the wire's losses and reorderings, time,
  * sockets closing, links and addresses coming and going, nft and
  * sock_diag failing, and the control commands (peer, export, import, ...).
- * The invariants (engine/check.c) are checked after every step and every
- * timer; a run ends with daemon_stop(), after which no timer may be left.
+ * The invariants (engine/check.c) are checked after every step and on the
+ * way through the timers; a run ends with daemon_stop(), after which no
+ * timer may be left.
  *
  * Input: two bytes of configuration, two of seed, then operations, each
  * an opcode byte and its arguments (missing bytes read as zero).
@@ -84,12 +85,9 @@ uint8_t fz_u8(struct fz_input *in)
 
 uint16_t fz_u16(struct fz_input *in)
 {
-	return (uint16_t)(fz_u8(in) << 8 | fz_u8(in));
-}
+	uint8_t hi = fz_u8(in);
 
-uint32_t fz_u32(struct fz_input *in)
-{
-	return (uint32_t)fz_u16(in) << 16 | fz_u16(in);
+	return (uint16_t)(hi << 8 | fz_u8(in));
 }
 
 static uint32_t isn_of(uint8_t mode, unsigned n)

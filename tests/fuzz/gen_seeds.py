@@ -174,6 +174,11 @@ def crash_reproducers():
     crashes["restart-orphans-lo.bin"] = engine(
         up + [(ADDR, 0, 1), (ADVANCE, MS_1S), (SOCK, f0, 0, 0),
               (RESTART, 1), (ADVANCE, MS_1S)])
+    # An import into a full table (max_connections = 1).
+    crashes["import-bound.bin"] = engine(
+        up + [(CTL, EXPORT, 0, 0), (CTL, RELEASE, 0, 0),
+              (HANDSHAKE, flow(local=1), out), (CTL, IMPORT, 0, 0)],
+        maxconn=1)
     path = os.path.join(os.path.dirname(SEEDS), "crashes")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():

@@ -49,7 +49,6 @@ struct fz_input {
 
 uint8_t fz_u8(struct fz_input *in);
 uint16_t fz_u16(struct fz_input *in);
-uint32_t fz_u32(struct fz_input *in);
 
 /* A property rackd must keep: print, then abort, so libFuzzer keeps the
  * input (the sanitizers catch memory errors themselves). */
