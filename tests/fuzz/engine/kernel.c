@@ -32,7 +32,7 @@ static void kernel_emit(unsigned n, uint8_t flags, uint32_t seq,
 {
 	struct fz_sock *k = &fz_socks[n];
 	struct fz_seg s = { .seq = seq, .ack = k->rcv_nxt, .flags = flags,
-			 .window = k->zero_window ? 4096 : 65535 };
+			 .window = 65535 };
 
 	fz_flow_endpoints(n, &s.src, &s.dst);
 	if (!(flags & TCP_FLAG_ACK))

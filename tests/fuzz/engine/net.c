@@ -42,14 +42,13 @@ static struct {
 	uint8_t data[FZ_PKT_MAX];
 } backlog[BACKLOG_MAX];
 static unsigned back_head, back_n;
-static unsigned lost;		/* segments that found the wire or backlog full */
 
 static void wire_push(bool to_peer, const uint8_t *pkt, size_t len)
 {
 	struct fz_pkt *w;
 
 	if (wire_n == WIRE_MAX || len > FZ_PKT_MAX) {
-		lost++;
+		fz_trace("wire full: a segment lost");
 		return;
 	}
 	w = &wire[(wire_head + wire_n++) % WIRE_MAX];
@@ -63,7 +62,7 @@ static void backlog_push(bool to_kernel, const uint8_t *pkt, size_t len)
 	unsigned i;
 
 	if (back_n == BACKLOG_MAX || len > FZ_PKT_MAX) {
-		lost++;
+		fz_trace("backlog full: a segment lost");
 		return;
 	}
 	i = (back_head + back_n++) % BACKLOG_MAX;
@@ -376,7 +375,6 @@ void fz_net_reset(void)
 		pooled = true;
 	}
 	wire_head = wire_n = back_head = back_n = 0;
-	lost = 0;
 	fz_auto = false;
 	fz_cut = 0;
 }
