@@ -240,6 +240,7 @@ static void op_ctl(struct rackd *d, struct fz_input *in)
 		break;
 	default:
 		out = ctl(d, "cmd=reload\n");
+		fz_check_bound_changed(d);
 	}
 	free(out);
 }
@@ -414,13 +415,29 @@ static void stop(struct rackd *d, bool with_state)
 
 /* A restart with its state file: the next rackd takes over the table
  * and the connections; without: they are adopted, if at all. */
+/* Known bug "restart-fatal": two connections whose wire tuples collide
+ * (spliced or about to be) make the next start fail. */
+static bool wires_collide(struct rackd *d)
+{
+	for (struct conn *c = d->conns.head; c; c = c->next)
+		for (struct conn *o = c->next; o; o = o->next)
+			if (conn_spliced(c) && conn_spliced(o) &&
+			    endpoint_equal(&c->wire_local, &o->wire_local) &&
+			    endpoint_equal(&c->wire_remote, &o->wire_remote))
+				return true;
+	return false;
+}
+
 static void restart(struct rackd *d, bool with_state)
 {
+	if (with_state && fz_known("restart-fatal") && wires_collide(d))
+		with_state = false;
 	stop(d, with_state);
 	/* A table that cannot be installed stops rackd at start-up, by
 	 * design: no failure is injected there. */
 	fz_nft_fail(0, 0);
 	start(d, with_state ? state_path : NULL);
+	fz_check_bound_changed(d);
 	if (with_state)
 		unlink(state_path);
 }

@@ -179,6 +179,13 @@ def crash_reproducers():
         up + [(CTL, EXPORT, 0, 0), (CTL, RELEASE, 0, 0),
               (HANDSHAKE, flow(local=1), out), (CTL, IMPORT, 0, 0)],
         maxconn=1)
+    # rackctl peer moves two connections onto one wire tuple: nft refuses,
+    # but the state file says both are spliced; the next rackd cannot
+    # start.
+    a6, b6 = flow(v6=1, local=1), flow(v6=1)
+    crashes["restart-fatal.bin"] = engine(
+        [(HANDSHAKE, a6, out), (HANDSHAKE, b6, out), (ADVANCE, MS_1S),
+         (CTL, PEER, 0, 1), (RESTART, 1)])
     path = os.path.join(os.path.dirname(SEEDS), "crashes")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():

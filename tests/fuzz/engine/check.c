@@ -49,6 +49,12 @@ static const char *cname(const struct conn *c)
 
 static struct conn *conns[MAX_CONNS];
 static size_t nconns;
+static size_t bound_floor;	/* connections older than the bound */
+
+void fz_check_bound_changed(struct rackd *d)
+{
+	bound_floor = d->conns.count;
+}
 
 static bool in_table(const struct conn *c)
 {
@@ -80,9 +86,13 @@ static void check_table(struct rackd *d)
 		 "connections, its list has %zu", t->count, nconns);
 	for (size_t i = 0; i < nconns && fz_known("import-bound"); i++)
 		imported += conns[i]->imported;
-	FZ_CHECK(t->count <= d->cfg->max_connections + imported, "%zu "
-		 "connections, more than max_connections %u", t->count,
-		 d->cfg->max_connections);
+	/* Those a restart restored or a reload found stay: only new ones
+	 * must respect the bound. */
+	if (t->count < bound_floor)
+		bound_floor = t->count;
+	FZ_CHECK(t->count <= d->cfg->max_connections + imported ||
+		 t->count <= bound_floor, "%zu connections, more than "
+		 "max_connections %u", t->count, d->cfg->max_connections);
 }
 
 static unsigned count_kept(struct rackd *d, const struct addr *a)
@@ -312,6 +322,7 @@ void fz_check(struct rackd *d)
 
 void fz_check_input_done(void)
 {
+	bound_floor = 0;
 	inputs++;
 	for (int i = 0; i < R_MAX; i++) {
 		reached_total[i] += reached[i];

@@ -337,6 +337,9 @@ void fz_peer_reset(void);
 
 void fz_check(struct rackd *d);
 void fz_check_input_done(void);
+/* The configuration changed or connections were restored: those there
+ * now may be more than max_connections says. */
+void fz_check_bound_changed(struct rackd *d);
 /* Counted across inputs: the states rackd's connections reached. */
 void fz_check_stats_print(void);
 
