@@ -157,7 +157,7 @@ def crash_reproducers():
         up + [(NFT_FAIL, 0x01), (CTL, PEER, 0, 2 << 1), (ADVANCE, MS_5S)])
     # The same without any injected failure: the new wire tuple is
     # another connection's.
-    crashes["peer-splice-collision.bin"] = engine(
+    crashes["wire-collision.bin"] = engine(
         up + [(HANDSHAKE, f2, out), (ADVANCE, MS_1S),
               (CTL, PEER, 0, 0), (ADVANCE, MS_5S)])
     # Aborted after max_suspend, then the peer asks to adopt it.
