@@ -28,6 +28,7 @@
 #include "log.h"
 #include "loop.h"
 #include "adopt.h"
+#include "answer.h"
 #include "notify.h"
 #include "offerset.h"
 #include "queue.h"
@@ -276,6 +277,7 @@ void daemon_start(struct rackd *d)
 	}
 	edp_announce_new(d->announcement);
 	keypool_init(&d->keys, d->loop);
+	answer_init(d);
 	reconnect_init(d);
 
 	ret = rtnl_open(&d->rtnl, &rh);

@@ -148,6 +148,32 @@ static int set_max_connections(struct config *cfg, char *v, char *why,
 	return 0;
 }
 
+static int set_count(uint32_t *dst, const char *key, char *v, uint64_t min,
+		     uint64_t max, char *why, size_t wl)
+{
+	uint64_t n;
+
+	if (parse_u64(v, min, max, &n))
+		return set_error(why, wl, "%s must be a number from %" PRIu64
+				 " to %" PRIu64, key, min, max);
+	*dst = (uint32_t)n;
+	return 0;
+}
+
+static int set_max_half_open(struct config *cfg, char *v, char *why,
+			     size_t wl)
+{
+	return set_count(&cfg->max_half_open, "max_half_open", v, 16,
+			 10000000, why, wl);
+}
+
+static int set_max_half_open_per_prefix(struct config *cfg, char *v,
+					char *why, size_t wl)
+{
+	return set_count(&cfg->max_half_open_per_prefix,
+			 "max_half_open_per_prefix", v, 1, 10000000, why, wl);
+}
+
 static int set_duration(uint64_t *dst, const char *key, char *v, uint64_t min,
 			char *why, size_t wl)
 {
@@ -311,6 +337,9 @@ static const struct config_key config_keys[] = {
 	DURATION_KEY(max_suspend, 1000),
 	DURATION_KEY(sweep_interval, 100),
 	{ .name = "max_connections", .set = set_max_connections },
+	{ .name = "max_half_open", .set = set_max_half_open },
+	{ .name = "max_half_open_per_prefix",
+	  .set = set_max_half_open_per_prefix },
 	{ .name = "log_level", .set = set_log_level },
 };
 
@@ -338,6 +367,8 @@ struct config *config_defaults(void)
 	cfg->max_suspend_ms = 3ULL * 86400000;
 	cfg->sweep_interval_ms = 10000;
 	cfg->max_connections = 1000000;
+	cfg->max_half_open = 4096;
+	cfg->max_half_open_per_prefix = 256;
 	return cfg;
 }
 
@@ -497,5 +528,8 @@ void config_dump(const struct config *cfg, FILE *f)
 	dump_duration(f, "max_suspend", cfg->max_suspend_ms);
 	dump_duration(f, "sweep_interval", cfg->sweep_interval_ms);
 	fprintf(f, "max_connections = %u\n", cfg->max_connections);
+	fprintf(f, "max_half_open = %u\n", cfg->max_half_open);
+	fprintf(f, "max_half_open_per_prefix = %u\n",
+		cfg->max_half_open_per_prefix);
 	fprintf(f, "log_level = %s\n", cfg->debug ? "debug" : "info");
 }

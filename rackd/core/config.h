@@ -44,6 +44,9 @@ struct config {
 	bool answer_probes;		/* answer classic EDP probes */
 	uint64_t sweep_interval_ms;	/* check the table against the kernel */
 	uint32_t max_connections;
+	/* Entries made by SYNs whose sender has not proved its address yet
+	 * (halfopen.h), in all and per source prefix. */
+	uint32_t max_half_open, max_half_open_per_prefix;
 	bool debug;
 };
 

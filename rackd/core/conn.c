@@ -2,6 +2,7 @@
 #include "conn.h"
 
 #include <sodium.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,7 @@ void conn_table_init(struct conn_table *tbl)
 	tbl->kbuckets = xcalloc(tbl->nbuckets, sizeof(*tbl->kbuckets));
 	tbl->next_id = 1;
 	randombytes_buf(tbl->hash_key, sizeof(tbl->hash_key));
+	halfopen_init(&tbl->halfopen);
 }
 
 void conn_table_free(struct conn_table *tbl, void (*cb)(struct conn *))
@@ -60,6 +62,7 @@ void conn_table_free(struct conn_table *tbl, void (*cb)(struct conn *))
 	}
 	free(tbl->buckets);
 	free(tbl->kbuckets);
+	halfopen_free(&tbl->halfopen);
 	memset(tbl, 0, sizeof(*tbl));
 }
 
@@ -195,6 +198,7 @@ struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 void conn_remove(struct conn_table *tbl, struct conn *c)
 {
 	conn_unindex_edp(tbl, c);
+	halfopen_remove(&tbl->halfopen, &c->ho);
 	struct conn **pp = &tbl->buckets[conn_bucket(tbl, &c->local,
 						     &c->remote)];
 
@@ -212,6 +216,26 @@ void conn_remove(struct conn_table *tbl, struct conn *c)
 		tbl->tail = c->prev;
 	tbl->count--;
 	free(c);
+}
+
+void conn_halfopen_add(struct conn_table *tbl, struct conn *c)
+{
+	halfopen_add(&tbl->halfopen, &c->ho, &c->remote.addr);
+}
+
+void conn_halfopen_proven(struct conn_table *tbl, struct conn *c)
+{
+	halfopen_remove(&tbl->halfopen, &c->ho);
+}
+
+struct conn *conn_halfopen_victim(const struct conn_table *tbl,
+				  const struct addr *src, unsigned max,
+				  unsigned per_prefix)
+{
+	struct halfopen_link *l = halfopen_victim(&tbl->halfopen, src, max,
+						  per_prefix);
+
+	return l ? (struct conn *)((char *)l - offsetof(struct conn, ho)) : NULL;
 }
 
 void conn_negotiate(const struct conn *c, struct conn_negotiated *n)

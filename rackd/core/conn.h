@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "halfopen.h"
 #include "timer.h"
 
 enum conn_state {
@@ -125,6 +126,7 @@ struct conn {
 	enum conn_state state;
 	enum conn_peer peer;
 	bool offered;		/* our SYN / the peer's SYN carried racks' option */
+	bool probed;		/* its probe FIN was answered (answer.c) */
 	uint8_t syns;		/* SYNs seen: only the first carries the option */
 	enum conn_unmanaged unmanaged;	/* why it was released */
 	enum conn_adoption adoption;
@@ -159,6 +161,9 @@ struct conn {
 	bool seq_seen;
 	uint32_t seen_snd_una, seen_rcv_nxt, seen_slack;
 	struct conn *knext;	/* edp id bucket chain */
+	/* Made by a SYN from outside whose sender has not shown yet that
+	 * it receives what goes to its address (halfopen.h). */
+	struct halfopen_link ho;
 	struct conn *prev, *next;	/* table order: oldest first */
 };
 
@@ -170,6 +175,7 @@ struct conn_table {
 	uint64_t next_id;
 	struct conn *head, *tail;
 	unsigned char hash_key[16];
+	struct halfopen halfopen;	/* its half-open entries */
 };
 
 void conn_table_init(struct conn_table *tbl);
@@ -193,6 +199,14 @@ bool conn_spliced(const struct conn *c);
 /* A new connection in state CONN_HANDSHAKE; never NULL (OOM is fatal). */
 struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 			 const struct endpoint *remote, enum conn_dir dir);
+/* C's entry is half-open (conn_halfopen_proven() ends it). */
+void conn_halfopen_add(struct conn_table *tbl, struct conn *c);
+void conn_halfopen_proven(struct conn_table *tbl, struct conn *c);
+/* The half-open entry to let go before one more from SRC joins
+ * (halfopen_victim()), or NULL. */
+struct conn *conn_halfopen_victim(const struct conn_table *tbl,
+				  const struct addr *src, unsigned max,
+				  unsigned per_prefix);
 /* Unlinks and frees C; the caller cancels its timers first. */
 void conn_remove(struct conn_table *tbl, struct conn *c);
 

@@ -23,6 +23,7 @@ enum setup_phase {
 
 struct conn_edp {
 	struct edp_keypair kp;
+	bool have_own_key;	/* kp made (the server's: at the first KEY) */
 	struct edp_transcript t;
 	uint8_t key[EDP_SECRET_LEN];
 	bool have_peer_key;

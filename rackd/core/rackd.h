@@ -18,6 +18,7 @@
 #include "keypool.h"
 #include "option.h"
 #include "packet.h"
+#include "ratelimit.h"
 #include "timer.h"
 
 #define RACKD_VERSION "0.1.0"
@@ -45,11 +46,13 @@ struct rackd_stats {
 	uint64_t syn;
 	uint64_t synack;
 	uint64_t syn_retransmit;
+	uint64_t syn_live_socket;	/* new ISN on a live socket: ignored */
 	uint64_t synack_unmatched;	/* SYN-ACK without a known SYN */
 	uint64_t conns_total;
 	uint64_t conns_expired;		/* handshake never completed */
 	uint64_t conns_closed;		/* socket gone from the kernel */
 	uint64_t conns_refused;		/* table full */
+	uint64_t halfopen_evicted;	/* half-open entries made room */
 	uint64_t sweeps;
 	uint64_t link_events;
 	uint64_t addr_events;
@@ -82,6 +85,8 @@ struct rackd_edp_stats {
 	uint64_t with_payload;		/* racks option on a data segment */
 	uint64_t probe_fins;		/* DSCP-LE FINs diverted */
 	uint64_t probes_answered;
+	uint64_t probes_unproven;	/* probe FIN, handshake not complete */
+	uint64_t probes_refused;	/* answered already, or rate limit */
 	uint64_t bad_seq;		/* message outside the connection's ISNs */
 };
 
@@ -109,6 +114,7 @@ struct rackd {
 	struct inject *inject;
 	struct flowset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
+	struct ratelimit probe_answers;	/* answer.c */
 	/* Connections in the held sets (hold.c): the table's chains for
 	 * held flows exist while there are any, and whoever rewrites the
 	 * chains (splice.c too) says so. */

@@ -70,6 +70,8 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_bad_seq", e->bad_seq);
 	put_u64(out, "edp_probe_fins", e->probe_fins);
 	put_u64(out, "edp_probes_answered", e->probes_answered);
+	put_u64(out, "edp_probes_unproven", e->probes_unproven);
+	put_u64(out, "edp_probes_refused", e->probes_refused);
 }
 
 static void put_adopt_stats(FILE *out, const struct rackd *d)
@@ -178,11 +180,14 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "syn", s->syn);
 	put_u64(out, "synack", s->synack);
 	put_u64(out, "syn_retransmit", s->syn_retransmit);
+	put_u64(out, "syn_live_socket", s->syn_live_socket);
 	put_u64(out, "synack_unmatched", s->synack_unmatched);
 	put_u64(out, "connections_total", s->conns_total);
 	put_u64(out, "connections_expired", s->conns_expired);
 	put_u64(out, "connections_closed", s->conns_closed);
 	put_u64(out, "connections_refused", s->conns_refused);
+	put_u64(out, "half_open", d->conns.halfopen.count);
+	put_u64(out, "half_open_evicted", s->halfopen_evicted);
 	put_u64(out, "sweeps", s->sweeps);
 	put_u64(out, "link_events", s->link_events);
 	put_u64(out, "addr_events", s->addr_events);

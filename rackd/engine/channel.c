@@ -173,11 +173,24 @@ static bool seq_near(uint32_t seq, uint32_t ours, uint32_t slack)
 }
 
 /*
+ * Whether C may still take messages at its first numbers without asking
+ * the kernel: only while its handshake's set-up runs. The first numbers
+ * are no secret from anyone who saw the handshake pass; once set-up is
+ * over (or for a connection adopted long after its handshake) only where
+ * the connection is now proves anything.
+ */
+static bool in_first_window(const struct conn *c)
+{
+	return (c->state == CONN_HANDSHAKE || c->state == CONN_SETUP) &&
+	       !c->rebased;
+}
+
+/*
  * Whether P's numbers belong to C: a forger off the path must know where
  * the connection is (RFC 5961's bar for RSTs and SYNs). Our messages
  * carry the connection's first numbers or its current ones (channel_send);
- * the first window is checked without asking the kernel, which spares
- * set-up a query per message. The current ones are
+ * during set-up the first window is checked without asking the kernel,
+ * which spares set-up a query per message. The current ones are
  * the sender's snd_una - 1 (at most one window behind or ahead of our
  * rcv_nxt, as either end reads its counters a little later) and its
  * rcv_nxt - 1 (likewise around our snd_una).
@@ -186,7 +199,8 @@ static bool seq_plausible(struct conn *c, const struct packet *p)
 {
 	uint32_t snd_una, rcv_nxt, slack;
 
-	if (seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
+	if (in_first_window(c) &&
+	    seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
 	    seq_near(p->ack, c->lend.isn + 1, FIRST_WINDOW))
 		return true;
 	switch (live_seq(c, &snd_una, &rcv_nxt, &slack)) {
@@ -271,6 +285,9 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		d->edp.bad_seq++;
 		return NF_DROP;
 	}
+	/* Its sender acknowledges our SYN-ACK (or where the connection is
+	 * now): it receives what goes to its address. */
+	conn_halfopen_proven(&d->conns, c);
 	if (!c->edp || !fn) {
 		/* A released connection, or a handshake option out of place. */
 		d->edp.unexpected++;

@@ -105,6 +105,8 @@ static void check_config_equal(const struct config *a, const struct config *b)
 	CHECK_EQ_INT(a->sweep_interval_ms, b->sweep_interval_ms);
 	CHECK_EQ_INT(a->retry_interval_ms, b->retry_interval_ms);
 	CHECK_EQ_INT(a->max_connections, b->max_connections);
+	CHECK_EQ_INT(a->max_half_open, b->max_half_open);
+	CHECK_EQ_INT(a->max_half_open_per_prefix, b->max_half_open_per_prefix);
 	CHECK_EQ_INT(a->debug, b->debug);
 	if (CHECK_EQ_INT(a->nports, b->nports))
 		for (size_t i = 0; i < a->nports; i++) {
@@ -145,6 +147,8 @@ TEST(missing_file_defaults)
 	CHECK_EQ_INT(def->sweep_interval_ms, 10000);
 	CHECK_EQ_INT(def->retry_interval_ms, 1000);
 	CHECK_EQ_INT(def->max_connections, 1000000);
+	CHECK_EQ_INT(def->max_half_open, 4096);
+	CHECK_EQ_INT(def->max_half_open_per_prefix, 256);
 	CHECK(!def->debug);
 	config_free(cfg);
 
@@ -184,6 +188,8 @@ TEST(every_key)
 		"sweep_interval = 250ms\n"
 		"retry_interval = 300ms\n"
 		"max_connections = 10000000\n"
+		"max_half_open = 100\n"
+		"max_half_open_per_prefix = 10\n"
 		"log_level = debug\n");
 
 	if (!cfg)
@@ -212,6 +218,8 @@ TEST(every_key)
 	CHECK_EQ_INT(cfg->sweep_interval_ms, 250);
 	CHECK_EQ_INT(cfg->retry_interval_ms, 300);
 	CHECK_EQ_INT(cfg->max_connections, 10000000);
+	CHECK_EQ_INT(cfg->max_half_open, 100);
+	CHECK_EQ_INT(cfg->max_half_open_per_prefix, 10);
 	CHECK(cfg->debug);
 	config_free(cfg);
 }
@@ -349,6 +357,10 @@ TEST(bad_values)
 		{ "mark = 0x100000000", "mark must be a nonzero" },
 		{ "max_connections = 0", "max_connections must be" },
 		{ "max_connections = 10000001", "max_connections must be" },
+		{ "max_half_open = 15", "max_half_open must be a number from 16" },
+		{ "max_half_open = 10000001", "max_half_open must be" },
+		{ "max_half_open_per_prefix = 0",
+		  "max_half_open_per_prefix must be a number from 1" },
 		{ "ports = 0", "bad port '0'" },
 		{ "ports = 65536", "bad port '65536'" },
 		{ "ports = 5000-", "bad port '5000-'" },
@@ -537,6 +549,7 @@ TEST(dump_round_trip)
 			     "setup_timeout = 5s\nanswer_probes = yes\n"
 			     "suspend_after = 5s\nretry_interval = 1s\nmax_suspend = 3d\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
+			     "max_half_open = 4096\nmax_half_open_per_prefix = 256\n"
 			     "log_level = info\n");
 	}
 	free(text);
