@@ -102,6 +102,7 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "link_suspensions", l->link_suspensions);
 	put_u64(out, "resumes", l->resumes);
 	put_u64(out, "resumed_by_traffic", l->resumed_by_traffic);
+	put_u64(out, "hold_unacceptable", l->hold_unacceptable);
 	put_u64(out, "suspend_aborts", l->aborted);
 	put_u64(out, "hold_answers", l->hold_answers);
 	put_u64(out, "hold_clamped", l->hold_clamped);

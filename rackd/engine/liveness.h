@@ -61,6 +61,8 @@ struct live_stats {
 	uint64_t windows_closed;	/* peer segments rewritten to window 0 */
 	uint64_t link_suspensions;	/* suspended at once by rtnetlink */
 	uint64_t resumed_by_traffic;	/* the socket heard from the peer first */
+	uint64_t hold_unacceptable;	/* peer segments of a held connection
+					 * outside its windows: no evidence */
 	uint64_t addr_suspensions;	/* suspended at once: address removed */
 	uint64_t migrations;		/* paths moved to a new local address */
 	uint64_t reconnects_unanswered;	/* connections whose reconnections
