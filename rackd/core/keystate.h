@@ -46,6 +46,10 @@ struct conn_edp {
 	uint32_t rc_pending;	/* sent since the last confirmation */
 	uint64_t rc_first_ms;	/* monotonic ms of the first of those */
 	bool rc_warned;		/* logged as unanswered on a working path */
+	/* An ADOPT said the peer forgot this connection (adopt.c): the
+	 * heartbeat that asks whether it still holds the key, and when. */
+	uint32_t readopt_hb;
+	uint64_t readopt_ms;
 	uint64_t started;	/* monotonic ms */
 };
 

@@ -90,6 +90,9 @@ static void put_adopt_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "adopt_disagreed", a->disagreed);
 	put_u64(out, "adopt_refused", a->refused);
 	put_u64(out, "adopt_readopted", a->readopted);
+	put_u64(out, "adopt_readopt_asked", a->readopt_asked);
+	put_u64(out, "adopt_readopt_refused", a->readopt_refused);
+	put_u64(out, "adopt_unchecked_dropped", a->unchecked_dropped);
 	put_u64(out, "adopt_set_errors", a->set_errors);
 }
 

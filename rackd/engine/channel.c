@@ -195,13 +195,13 @@ static bool in_first_window(const struct conn *c)
  * rcv_nxt, as either end reads its counters a little later) and its
  * rcv_nxt - 1 (likewise around our snd_una).
  */
-static bool seq_plausible(struct conn *c, const struct packet *p)
+static bool numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
 {
 	uint32_t snd_una, rcv_nxt, slack;
 
 	if (in_first_window(c) &&
-	    seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
-	    seq_near(p->ack, c->lend.isn + 1, FIRST_WINDOW))
+	    seq_near(seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
+	    seq_near(ack, c->lend.isn + 1, FIRST_WINDOW))
 		return true;
 	switch (live_seq(c, &snd_una, &rcv_nxt, &slack)) {
 	case SEQ_NOW:
@@ -210,13 +210,22 @@ static bool seq_plausible(struct conn *c, const struct packet *p)
 	default:
 		return false;
 	}
-	return seq_near(p->seq + 1, rcv_nxt, slack) &&
-	       seq_near(p->ack, snd_una, slack);
+	return seq_near(seq + 1, rcv_nxt, slack) && seq_near(ack, snd_una, slack);
+}
+
+static bool seq_plausible(struct conn *c, const struct packet *p)
+{
+	return numbers_plausible(c, p->seq, p->ack);
 }
 
 bool channel_seq_plausible(struct conn *c, const struct packet *p)
 {
 	return seq_plausible(c, p);
+}
+
+bool channel_numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
+{
+	return numbers_plausible(c, seq, ack);
 }
 
 /* Heartbeats and reconnections: the MAC's role by type and sender. */

@@ -48,6 +48,8 @@ int channel_handle(struct rackd *d, uint8_t type, channel_fn fn);
 /* Whether P's sequence numbers belong to C, as channel_input() checks
  * them (for an unchecked type's handler, once C's numbers are known). */
 bool channel_seq_plausible(struct conn *c, const struct packet *p);
+/* The same for the numbers SEQ and ACK of a segment seen earlier. */
+bool channel_numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack);
 /* Messages of TYPE go to FN whatever connection they name, known or not
  * (struct channel, unchecked); same errors as channel_handle(). */
 int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn);
