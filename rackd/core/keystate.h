@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "keys.h"
 #include "timer.h"
 
@@ -46,6 +47,12 @@ struct conn_edp {
 	uint32_t rc_pending;	/* sent since the last confirmation */
 	uint64_t rc_first_ms;	/* monotonic ms of the first of those */
 	bool rc_warned;		/* logged as unanswered on a working path */
+	/* The peer's reconnection SYN came from here (reconnect.c): the
+	 * challenge our SYN-ACK took there, until it is confirmed. */
+	bool rc_claim;
+	struct endpoint rc_claim_local, rc_claim_remote;
+	uint8_t rc_challenge[EDP_CHALLENGE_LEN];
+	uint64_t rc_claim_ms;
 	/* An ADOPT said the peer forgot this connection (adopt.c): the
 	 * heartbeat that asks whether it still holds the key, and when. */
 	uint32_t readopt_hb;

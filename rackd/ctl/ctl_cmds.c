@@ -138,6 +138,9 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_malformed", r->malformed);
 	put_u64(out, "reconnects_unknown", r->unknown);
 	put_u64(out, "reconnect_acks_out", r->acks_out);
+	put_u64(out, "reconnect_challenges_out", r->challenges_out);
+	put_u64(out, "reconnects_refused_address", r->refused_address);
+	put_u64(out, "reconnects_refused_unproven", r->refused_unproven);
 	put_u64(out, "splice_updates", d->splice->updates);
 	put_u64(out, "splice_errors", d->splice->errors);
 	put_u64(out, "addresses_kept", d->local->keeps);

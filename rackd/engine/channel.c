@@ -246,6 +246,34 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
 			counter, &e->t, m->mac);
 }
 
+void channel_confirm_msg(struct conn *c, uint32_t counter,
+			 const uint8_t *challenge, struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+
+	*m = (struct edp_msg){ .version = EDP_VERSION,
+			       .type = EDP_RECONNECT_CONFIRM,
+			       .conn_id = e->conn_id, .counter = counter };
+	edp_mac_challenge(e->key, numbered_role(EDP_RECONNECT_CONFIRM,
+						conn_is_client(c)),
+			  counter, challenge, &e->t, m->mac);
+}
+
+bool channel_confirm_valid(struct rackd *d, struct conn *c,
+			   const struct edp_msg *m, const uint8_t *challenge)
+{
+	struct conn_edp *e = c->edp;
+
+	if (m->type != EDP_RECONNECT_CONFIRM ||
+	    edp_mac_challenge_verify(e->key,
+				     numbered_role(m->type, !conn_is_client(c)),
+				     m->counter, challenge, &e->t, m->mac)) {
+		d->edp.bad_mac++;
+		return false;
+	}
+	return true;
+}
+
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter)
 {
@@ -260,6 +288,11 @@ bool channel_numbered_valid(struct rackd *d, struct conn *c,
 {
 	struct conn_edp *e = c->edp;
 
+	/* A confirmation's MAC covers its challenge too: never this one. */
+	if (m->type == EDP_RECONNECT_CONFIRM) {
+		d->edp.bad_mac++;
+		return false;
+	}
 	/* The sender is the other end of this connection. */
 	if (edp_mac_counter_verify(e->key,
 				   numbered_role(m->type, !conn_is_client(c)),

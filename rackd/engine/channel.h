@@ -86,8 +86,17 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
  * COUNTER, its MAC under C's key; returns 0 or -errno. */
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter);
-/* Whether M's MAC proves that C's peer sent it (counted when not). */
+/* Whether M's MAC proves that C's peer sent it (counted when not); never
+ * for a RECONNECT_CONFIRM, whose MAC covers its challenge. */
 bool channel_numbered_valid(struct rackd *d, struct conn *c,
 			    const struct edp_msg *m);
+/* A RECONNECT_CONFIRM from C with COUNTER answering CHALLENGE
+ * (EDP_CHALLENGE_LEN bytes), its MAC under C's key. */
+void channel_confirm_msg(struct conn *c, uint32_t counter,
+			 const uint8_t *challenge, struct edp_msg *m);
+/* Whether M is a RECONNECT_CONFIRM that C's peer made for CHALLENGE
+ * (counted in bad_mac when not). */
+bool channel_confirm_valid(struct rackd *d, struct conn *c,
+			   const struct edp_msg *m, const uint8_t *challenge);
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h> /* before linux/ headers: libc-compat */
 #include <linux/netfilter.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -125,14 +126,10 @@ static void reconnect_flush(struct timer *t, void *arg)
 		goto out;
 	for (unsigned i = 0; i < n; i++) {
 		struct reconnect_pending *a = &r->accepted[i];
-		/* Answered in kind: a SYN with a SYN-ACK; a zero-length
-		 * RECONNECT (rackds before reconnection SYNs) likewise. */
-		int ret = a->syn ? rcsyn_send_synack(d, a->c, a->counter,
-						     &a->seen)
-				 : channel_send_numbered(d, a->c,
-						EDP_RECONNECT_ACK, a->counter);
 
-		if (ret == 0)
+		/* The confirmation's answer, which resumes the peer. */
+		if (channel_send_numbered(d, a->c, EDP_RECONNECT_ACK,
+					  a->counter) == 0)
 			d->reconnect->stats.sent++;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -141,8 +138,7 @@ out:
 	free(batch);
 }
 
-static void accept_later(struct rackd *d, struct conn *c, uint32_t counter,
-			 const struct rcsyn_seen *syn)
+static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
 {
 	struct reconnect_state *r = d->reconnect;
 	struct reconnect_pending *a;
@@ -153,18 +149,22 @@ static void accept_later(struct rackd *d, struct conn *c, uint32_t counter,
 					    sizeof(*r->accepted));
 	}
 	a = &r->accepted[r->naccepted++];
-	*a = (struct reconnect_pending){ .c = c, .counter = counter,
-					 .syn = syn != NULL };
-	if (syn)
-		a->seen = *syn;
+	*a = (struct reconnect_pending){ .c = c, .counter = counter };
 	if (!timer_pending(&r->flush))
 		loop_timer_arm(d->loop, &r->flush, 0);
 }
 
-/* The peer moved (or asks again): follow it to the segment's endpoints. */
-static uint32_t reconnect_take(struct rackd *d, struct conn *c,
-			       const struct packet *p, uint32_t counter,
-			       const struct rcsyn_seen *syn)
+/*
+ * The peer asks us to follow it to where its SYN came from. Nothing is
+ * spliced yet: the source address is only what the SYN says, and the
+ * peer's rackd holds the key, not necessarily that address (a peer could
+ * name a third party's address and port, and have the third party's
+ * segments spliced into its own socket). The SYN-ACK goes there with a
+ * random challenge; only the third segment, from there, proving with
+ * the key that it read the challenge, moves the connection (confirm()).
+ */
+static uint32_t claim(struct rackd *d, struct conn *c, const struct packet *p,
+		      uint32_t counter, const struct rcsyn_seen *syn)
 {
 	struct conn_edp *e = c->edp;
 	struct endpoint wl = { .addr = p->dst, .port = p->dport };
@@ -180,7 +180,54 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
+	if (!local_remote_usable(&wr.addr)) {
+		d->reconnect->stats.refused_address++;
+		return NF_DROP;
+	}
 	e->hb_in = counter;
+	/* Retries of the same claim keep its challenge, so that a
+	 * confirmation of an earlier answer still counts. */
+	if (!e->rc_claim || loop_now() - e->rc_claim_ms > RECONNECT_CLAIM_MS ||
+	    !endpoint_equal(&wl, &e->rc_claim_local) ||
+	    !endpoint_equal(&wr, &e->rc_claim_remote)) {
+		e->rc_claim = true;
+		e->rc_claim_local = wl;
+		e->rc_claim_remote = wr;
+		randombytes_buf(e->rc_challenge, sizeof(e->rc_challenge));
+	}
+	e->rc_claim_ms = loop_now();
+	if (rcsyn_send_synack(d, c, counter, syn, &wl, &wr,
+			      e->rc_challenge) == 0)
+		d->reconnect->stats.challenges_out++;
+	return NF_DROP;
+}
+
+/* The third segment of a reconnection: from where the SYN came, proving
+ * that it read our SYN-ACK. The peer is there: follow it. */
+static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
+			const struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+	struct endpoint wl = { .addr = p->dst, .port = p->dport };
+	struct endpoint wr = { .addr = p->src, .port = p->sport };
+
+	if (!e->rc_claim || loop_now() - e->rc_claim_ms > RECONNECT_CLAIM_MS ||
+	    !endpoint_equal(&wl, &e->rc_claim_local) ||
+	    !endpoint_equal(&wr, &e->rc_claim_remote)) {
+		d->reconnect->stats.refused_unproven++;
+		return NF_DROP;
+	}
+	if (!channel_confirm_valid(d, c, m, e->rc_challenge)) {
+		d->reconnect->stats.refused_mac++;
+		return NF_DROP;
+	}
+	if (m->counter <= e->hb_in) {
+		d->reconnect->stats.refused_replay++;
+		return NF_DROP;
+	}
+	e->hb_in = m->counter;
+	e->rc_claim = false;
+	sodium_memzero(e->rc_challenge, sizeof(e->rc_challenge));
 	d->reconnect->stats.accepted++;
 	c->confirmed = true;
 	if (c->migration == MIG_AWAY) {
@@ -198,11 +245,16 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 		live_move(d, c, false);
 		event_moved(d, c);
 	}
-	accept_later(d, c, counter, syn);
+	accept_later(d, c, m->counter);
 	return NF_DROP;
 }
 
-/* Our reconnection was accepted: the peer splices onto our endpoints. */
+/*
+ * The peer answered our reconnection: in a SYN-ACK with its challenge,
+ * which our third segment answers (the peer then follows us); then with
+ * a zero-length RECONNECT_ACK of that segment's counter, once it has
+ * spliced: only now may our socket's segments go there.
+ */
 static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 				uint32_t counter, const struct rcsyn_seen *synack)
 {
@@ -214,9 +266,13 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 	}
 	e->hb_acked = counter;
 	d->reconnect->stats.acks_in++;
-	/* The handshake's third segment, before the sockets resume. */
-	if (synack && rcsyn_send_ack(d, c, synack) == 0)
-		d->reconnect->stats.acks_out++;
+	if (synack) {
+		if (rcsyn_send_confirm(d, c, synack) == 0)
+			d->reconnect->stats.acks_out++;
+		else
+			d->reconnect->stats.refused_other++;
+		return NF_DROP;
+	}
 	if (counter > e->rc_base && !c->confirmed) {
 		c->confirmed = true;
 		e->rc_answers++;
@@ -241,17 +297,25 @@ static uint32_t reconnect_message(struct rackd *d, struct conn *c,
 		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
+	if (m->type == EDP_RECONNECT_CONFIRM)
+		return confirm(d, c, p, m);
 	if (!channel_numbered_valid(d, c, m)) {
 		d->reconnect->stats.refused_mac++;
 		return NF_DROP;
 	}
-	if (m->type == EDP_RECONNECT)
-		return reconnect_take(d, c, p, m->counter, syn);
-	return reconnect_acked(d, c, m->counter, syn);
+	if (m->type == EDP_RECONNECT_ACK)
+		return reconnect_acked(d, c, m->counter, syn);
+	/* A RECONNECT travels in a SYN; a zero-length one (rackds before
+	 * this protocol) could never be answered with a challenge. */
+	if (!syn) {
+		d->reconnect->stats.refused_other++;
+		return NF_DROP;
+	}
+	return claim(d, c, p, m->counter, syn);
 }
 
-/* Zero-length RECONNECTs, as rackds sent them before reconnection SYNs:
- * still followed (same MAC and counter checks), answered in kind. */
+/* Zero-length messages: the third segment of a reconnection
+ * (RECONNECT_CONFIRM), and the answer that resumes its sender. */
 static uint32_t reconnect_input(struct rackd *d, struct conn *c,
 				const struct packet *p,
 				const struct edp_msg *m)
@@ -284,7 +348,9 @@ int reconnect_handle_messages(struct rackd *d)
 {
 	int ret = channel_handle(d, EDP_RECONNECT, reconnect_input);
 
-	return ret ? ret : channel_handle(d, EDP_RECONNECT_ACK,
+	if (!ret)
+		ret = channel_handle(d, EDP_RECONNECT_ACK, reconnect_input);
+	return ret ? ret : channel_handle(d, EDP_RECONNECT_CONFIRM,
 					  reconnect_input);
 }
 
