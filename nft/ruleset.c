@@ -156,12 +156,13 @@ static void reconnect_rules(FILE *f, const struct config *cfg)
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp doff %d @th,%d,32 0x%08x meta mark != 0x%08x "
 		   "meta iiftype != loopback fib daddr type local goto "
-		   "divert\n", EDP_RCSYN_DOFF,
+		   "divert_msg\n", EDP_RCSYN_DOFF,
 		EDP_RCSYN_DOFF * 32, EDP_RCSYN_MAGIC, cfg->mark);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp option @%d,8,32 { 0x%02x%04x%02x, 0x%02x%04x%02x }"
 		   " meta mark != 0x%08x meta iiftype != loopback fib daddr type "
-		   "local goto divert\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN, EDP_EXID,
+		   "local goto divert_msg\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN,
+		EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT, EDP_OPT_HDR_LEN, EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT_ACK, cfg->mark);
 }
@@ -208,11 +209,13 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
 		RULESET_PREROUTING);
 	/* A racks message has a data offset of 11 (44 bytes) or more; an
-	 * ordinary segment, with timestamps, has 8: the cheap test first. */
+	 * ordinary segment, with timestamps, has 8: the cheap test first.
+	 * Only those addressed to this host: a rackd on a router or a
+	 * container host leaves the messages of the hosts behind it alone. */
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & syn == 0 tcp doff "
 		   "> 10 tcp option @%d,16,16 0x%04x meta mark != 0x%08x meta "
-		   "iiftype != loopback goto divert\n", EDP_OPT_KIND, EDP_EXID,
-		cfg->mark);
+		   "iiftype != loopback fib daddr type local goto divert_msg\n",
+		EDP_OPT_KIND, EDP_EXID, cfg->mark);
 	reconnect_rules(f, cfg);
 	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
@@ -289,6 +292,13 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	fprintf(f, "\tchain divert {\n");
 	if (native_queue)
 		fprintf(f, "\t\tcounter queue num %u bypass\n", cfg->queue_num);
+	fprintf(f, "\t}\n");
+	/* racks' messages: never past rackd, even when its queue is full
+	 * or nobody reads it (daemon.c). */
+	fprintf(f, "\tchain divert_msg {\n");
+	if (native_queue)
+		fprintf(f, "\t\tcounter queue num %u\n",
+			config_message_queue(cfg));
 	fprintf(f, "\t}\n");
 	syn_chain(f, cfg, "syn_out", "daddr");
 	syn_chain(f, cfg, "syn_in", "saddr");
@@ -380,6 +390,9 @@ static int install_xt(const struct config *cfg, const char *state, char *err,
 	/* Second transaction: until it commits the table diverts nothing,
 	 * which is exactly the bypass behaviour, never a blackhole. */
 	ret = xt_queue_add_rule(RULESET_TABLE, "divert", cfg->queue_num, true);
+	if (ret == 0)
+		ret = xt_queue_add_rule(RULESET_TABLE, "divert_msg",
+					config_message_queue(cfg), false);
 	if (ret) {
 		snprintf(err, errlen, "adding the xt NFQUEUE rule: %s",
 			 strerror(-ret));

@@ -179,6 +179,29 @@ static void on_queue(void *arg, uint32_t events)
 	queue_process(d->queue);
 }
 
+static void on_msg_queue(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+
+	(void)events;
+	queue_process(d->msg_queue);
+}
+
+static void open_queue(struct rackd *d, struct queue **q, uint16_t num,
+		       bool fail_open)
+{
+	int ret = queue_open(q, num, d->cfg->queue_maxlen, fail_open,
+			     track_packet, d);
+
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "binding NFQUEUE %u: %s%s", num, strerror(-ret),
+		       ret == -EBUSY ? " (another program owns this queue)" : "");
+	}
+	loop_add(d->loop, queue_fd(*q), EPOLLIN,
+		 fail_open ? on_queue : on_msg_queue, d);
+}
+
 static void on_rtnl(void *arg, uint32_t events)
 {
 	struct rackd *d = arg;
@@ -255,15 +278,17 @@ void daemon_start(struct rackd *d)
 		fatalx(1, "control socket %s: %s", d->sock_path,
 		       strerror(-ret));
 
-	ret = queue_open(&d->queue, d->cfg->queue_num, d->cfg->queue_maxlen,
-			 track_packet, d);
-	if (ret) {
-		ctl_close(d->ctl);
-		fatalx(1, "binding NFQUEUE %u: %s%s", d->cfg->queue_num,
-		       strerror(-ret),
-		       ret == -EBUSY ? " (another program owns this queue)" : "");
-	}
-	loop_add(d->loop, queue_fd(d->queue), EPOLLIN, on_queue, d);
+	/*
+	 * Two queues. The handshakes, held and probe segments fail open when
+	 * rackd falls behind: a busy rackd must never blackhole a host's
+	 * connections, and what passes meanwhile is at worst a connection
+	 * adopted later. racks' own messages never do: one that reached the
+	 * kernel instead of rackd could meet a socket, or a kernel without
+	 * one for it that answers with a RST (a reconnection's SYN-ACK); a
+	 * message dropped is sent again.
+	 */
+	open_queue(d, &d->queue, d->cfg->queue_num, true);
+	open_queue(d, &d->msg_queue, config_message_queue(d->cfg), false);
 
 	ret = inject_open(&d->inject, d->cfg->mark);
 	if (ret) {
@@ -307,10 +332,10 @@ void daemon_start(struct rackd *d)
 	if (replaced)
 		log_info("replaced a stale table inet %s from an earlier run",
 			 RULESET_TABLE);
-	log_info("rackd %s: table inet %s installed, queue %u (%s), "
-		 "control socket %s", RACKD_VERSION, RULESET_TABLE,
-		 d->cfg->queue_num, config_queue_mode_name(d->queue_mode),
-		 d->sock_path);
+	log_info("rackd %s: table inet %s installed, queues %u and %u "
+		 "(messages) (%s), control socket %s", RACKD_VERSION,
+		 RULESET_TABLE, d->cfg->queue_num, config_message_queue(d->cfg),
+		 config_queue_mode_name(d->queue_mode), d->sock_path);
 
 	/* Established connections it does not know: adopted. */
 	adopt_init(d);
@@ -367,6 +392,7 @@ void daemon_stop(struct rackd *d)
 	ctl_close(d->ctl);
 	rtnl_close(d->rtnl);
 	queue_close(d->queue);
+	queue_close(d->msg_queue);
 	loop_timer_cancel(d->loop, &d->sweep_timer);
 	for (struct conn *c = d->conns.head; c; c = c->next) {
 		/* The table is gone already: no set to update. */

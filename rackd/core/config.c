@@ -97,8 +97,9 @@ static int set_queue(struct config *cfg, char *v, char *why, size_t wl)
 {
 	uint64_t n;
 
-	if (parse_u64(v, 0, 65535, &n))
-		return set_error(why, wl, "queue must be a number from 0 to 65535");
+	/* Its messages take the next one (config_message_queue()). */
+	if (parse_u64(v, 0, 65534, &n))
+		return set_error(why, wl, "queue must be a number from 0 to 65534");
 	cfg->queue_num = (uint16_t)n;
 	return 0;
 }
@@ -172,6 +173,13 @@ static int set_max_half_open_per_prefix(struct config *cfg, char *v,
 {
 	return set_count(&cfg->max_half_open_per_prefix,
 			 "max_half_open_per_prefix", v, 1, 10000000, why, wl);
+}
+
+static int set_reconnect_rate(struct config *cfg, char *v, char *why,
+			      size_t wl)
+{
+	return set_count(&cfg->reconnect_rate, "reconnect_rate", v, 5,
+			 1000000, why, wl);
 }
 
 static int set_duration(uint64_t *dst, const char *key, char *v, uint64_t min,
@@ -338,6 +346,7 @@ static const struct config_key config_keys[] = {
 	DURATION_KEY(sweep_interval, 100),
 	{ .name = "max_connections", .set = set_max_connections },
 	{ .name = "max_half_open", .set = set_max_half_open },
+	{ .name = "reconnect_rate", .set = set_reconnect_rate },
 	{ .name = "max_half_open_per_prefix",
 	  .set = set_max_half_open_per_prefix },
 	{ .name = "log_level", .set = set_log_level },
@@ -369,6 +378,7 @@ struct config *config_defaults(void)
 	cfg->max_connections = 1000000;
 	cfg->max_half_open = 4096;
 	cfg->max_half_open_per_prefix = 256;
+	cfg->reconnect_rate = 4000;
 	return cfg;
 }
 
@@ -531,5 +541,6 @@ void config_dump(const struct config *cfg, FILE *f)
 	fprintf(f, "max_half_open = %u\n", cfg->max_half_open);
 	fprintf(f, "max_half_open_per_prefix = %u\n",
 		cfg->max_half_open_per_prefix);
+	fprintf(f, "reconnect_rate = %u\n", cfg->reconnect_rate);
 	fprintf(f, "log_level = %s\n", cfg->debug ? "debug" : "info");
 }

@@ -47,8 +47,17 @@ struct config {
 	/* Entries made by SYNs whose sender has not proved its address yet
 	 * (halfopen.h), in all and per source prefix. */
 	uint32_t max_half_open, max_half_open_per_prefix;
+	/* Reconnection SYNs a second at most, all connections together. */
+	uint32_t reconnect_rate;
 	bool debug;
 };
+
+/* The queue racks' own messages are diverted to: the one after CFG's
+ * queue, without fail-open (ruleset.c, daemon.c). */
+static inline uint16_t config_message_queue(const struct config *cfg)
+{
+	return (uint16_t)(cfg->queue_num + 1);
+}
 
 /*
  * Load PATH into a new config. A missing file yields the built-in defaults

@@ -46,6 +46,7 @@ struct conn_edp {
 	uint32_t rc_answers;	/* answers that confirmed one */
 	uint32_t rc_pending;	/* sent since the last confirmation */
 	uint64_t rc_first_ms;	/* monotonic ms of the first of those */
+	uint64_t rc_last_ms;	/* and of the last */
 	bool rc_warned;		/* logged as unanswered on a working path */
 	/* The peer's reconnection SYN came from here (reconnect.c): the
 	 * challenge our SYN-ACK took there, until it is confirmed. */

@@ -95,7 +95,8 @@ struct rackd {
 	const char *config_path;
 	const char *sock_path;
 	struct loop *loop;
-	struct queue *queue;
+	struct queue *queue;		/* handshakes, held and probe segments */
+	struct queue *msg_queue;	/* racks' messages: never fails open */
 	enum queue_mode queue_mode;	/* in use: native or xt, never auto */
 	bool table_installed;
 	struct conn_table conns;

@@ -141,6 +141,7 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnect_challenges_out", r->challenges_out);
 	put_u64(out, "reconnects_refused_address", r->refused_address);
 	put_u64(out, "reconnects_refused_unproven", r->refused_unproven);
+	put_u64(out, "reconnects_paced", r->paced);
 	put_u64(out, "splice_updates", d->splice->updates);
 	put_u64(out, "splice_errors", d->splice->errors);
 	put_u64(out, "addresses_kept", d->local->keeps);
@@ -162,18 +163,35 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "away_refused", d->migrate->refused);
 }
 
+/* Both queues' counters together: every packet rackd decided. */
+static void queue_totals(const struct rackd *d, struct queue_stats *t)
+{
+	const struct queue_stats *a = queue_stats(d->queue);
+	const struct queue_stats *m = queue_stats(d->msg_queue);
+
+	t->received = a->received + m->received;
+	t->verdicts = a->verdicts + m->verdicts;
+	t->truncated = a->truncated + m->truncated;
+	t->rewritten = a->rewritten + m->rewritten;
+	t->recv_errors = a->recv_errors + m->recv_errors;
+	t->send_errors = a->send_errors + m->send_errors;
+}
+
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
-	const struct queue_stats *qs = queue_stats(d->queue);
+	struct queue_stats total, *qs = &total;
 	const struct rackd_stats *s = &d->stats;
 
 	(void)req, (void)err, (void)errlen;
+	queue_totals(d, &total);
 	proto_put(out, "version", "%s", RACKD_VERSION);
 	proto_put(out, "protocol", "%d", PROTO_VERSION);
 	proto_put(out, "pid", "%d", (int)getpid());
 	proto_put(out, "queue_mode", "%s", config_queue_mode_name(d->queue_mode));
 	proto_put(out, "queue", "%u", d->cfg->queue_num);
+	proto_put(out, "message_queue", "%u", config_message_queue(d->cfg));
+	put_u64(out, "messages_queued", queue_stats(d->msg_queue)->received);
 	put_u64(out, "uptime", (loop_now() - d->started_mono) / 1000);
 	put_u64(out, "connections", d->conns.count);
 	put_u64(out, "packets_queued", qs->received);

@@ -320,8 +320,12 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 	if (m->type < EDP_TYPE_MAX && d->channel->unchecked[m->type])
 		return d->channel->unchecked[m->type](d, c, p, m);
 	if (!c) {
+		/* Not ours: it goes on as any segment would (to a socket
+		 * rackd does not manage, or a host behind this one), and is
+		 * the kernel's to judge. Our messages' numbers make a kernel
+		 * without their connection answer harmlessly (channel_send). */
 		d->edp.unknown_conn++;
-		return NF_DROP;
+		return NF_ACCEPT;
 	}
 	if (!seq_plausible(c, p)) {
 		d->edp.bad_seq++;

@@ -53,8 +53,8 @@ bool channel_numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack);
 /* Messages of TYPE go to FN whatever connection they name, known or not
  * (struct channel, unchecked); same errors as channel_handle(). */
 int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn);
-/* A message for C (NULL when no connection matches), carried by P;
- * returns the verdict for P. */
+/* A message for C (NULL when no connection matches: accepted, it goes on
+ * as any segment), carried by P; returns the verdict for P. */
 uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		       const struct edp_msg *m);
 /* Send M as a zero-length segment of C carrying only racks' option,

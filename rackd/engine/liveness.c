@@ -22,8 +22,10 @@
 #define TCP_STATE_CLOSING 11
 
 /* Reconnections of a working path are repeated this often until each is
- * acknowledged. */
+ * acknowledged (reconnect.c spaces each connection's own further), and
+ * sooner while the pacing of many held some back. */
 #define LIVE_RECONNECT_RETRY_MS 200
+#define LIVE_PACED_RETRY_MS 50
 /* After a local event (link up, new address), a suspended path is tried
  * at once and then after 50, 100, 200 and 400 ms. */
 #define LIVE_FAST_RETRY_MS 50
@@ -91,16 +93,21 @@ static void live_resume(struct rackd *d, struct live_peer *p)
 	char l[ADDR_STRLEN], r[ADDR_STRLEN];
 	unsigned n, ready = 0, moved = 0;
 	struct conn **batch = path_conns(p, &n);
+	bool paced = false;
 
 	p->suspended = false;
 	for (unsigned i = 0; i < n; i++) {
 		if (batch[i]->confirmed) {
 			batch[ready++] = batch[i];
 		} else {
-			d->live->ops->reconnect(d, batch[i]);
+			if (!paced && !d->live->ops->reconnect(d, batch[i]))
+				paced = true;
 			moved++;
 		}
 	}
+	/* The ones held back go at the next tick, soon. */
+	if (paced)
+		loop_timer_arm(d->loop, &p->timer, LIVE_PACED_RETRY_MS);
 	d->live->ops->path_up(d, batch, ready);
 	free(batch);
 	log_info("path %s -> %s: heard again: %u connection(s) resumed, %u "
@@ -166,15 +173,20 @@ static void warn_unanswered(struct rackd *d, struct conn *c)
 		  (unsigned long long)(waited % 1000 / 100));
 }
 
-/* Reconnections not yet acknowledged on a path that works: again. */
-static void resend_unconfirmed(struct rackd *d, struct live_peer *p)
+/* Reconnections not yet acknowledged on a path that works: again, as
+ * far as the pacing lets them; false when it held some back. */
+static bool resend_unconfirmed(struct rackd *d, struct live_peer *p)
 {
+	bool all = true;
+
 	for (struct conn *c = p->conns; c; c = c->host_next) {
 		if (c->confirmed)
 			continue;
 		warn_unanswered(d, c);
-		d->live->ops->reconnect(d, c);
+		if (all && !d->live->ops->reconnect(d, c))
+			all = false;
 	}
+	return all;
 }
 
 static bool path_unconfirmed(const struct live_peer *p)
@@ -241,10 +253,9 @@ static void live_tick(struct timer *t, void *arg)
 		probe(d, p);
 	}
 	next = iv;
-	if (!p->suspended && path_unconfirmed(p)) {
-		resend_unconfirmed(d, p);
-		next = LIVE_RECONNECT_RETRY_MS;
-	}
+	if (!p->suspended && path_unconfirmed(p))
+		next = resend_unconfirmed(d, p) ? LIVE_RECONNECT_RETRY_MS
+						: LIVE_PACED_RETRY_MS;
 	if (!p->suspended && p->last_heard + d->cfg->suspend_after_ms - now <
 				     next)
 		next = p->last_heard + d->cfg->suspend_after_ms - now;

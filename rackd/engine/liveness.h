@@ -85,8 +85,9 @@ struct live_ops {
 	void (*path_up)(struct rackd *d, struct conn **conns, unsigned n);
 	/* A parked path's timer: its connections are migrating. */
 	void (*parked_tick)(struct rackd *d, struct live_peer *p);
-	/* C must ask its peer to follow it to its wire endpoints. */
-	void (*reconnect)(struct rackd *d, struct conn *c);
+	/* C must ask its peer to follow it to its wire endpoints; false
+	 * when held back to pace many of them (try again soon). */
+	bool (*reconnect)(struct rackd *d, struct conn *c);
 	/* C's wire endpoints change: unconfirmed until the peer follows. */
 	void (*moving)(struct conn *c);
 	/* C, from a state file, joins a suspended path: held again, for

@@ -24,7 +24,11 @@ static void reconnect_flush(struct timer *t, void *arg);
 
 void reconnect_init(struct rackd *d)
 {
+	uint32_t rate = d->cfg->reconnect_rate;
+
 	timer_init(&d->reconnect->flush, reconnect_flush, d);
+	/* A fifth of a second's worth at once: the liveness tick's. */
+	ratelimit_init(&d->reconnect->pace, rate, rate / 5 ? rate / 5 : 1);
 }
 
 void reconnect_free(struct rackd *d)
@@ -37,17 +41,47 @@ void reconnect_free(struct rackd *d)
 	r->naccepted = r->cap = 0;
 }
 
-/* In a SYN (rcsyn.h): a zero-length segment of a flow no middlebox saw
- * open is dropped by every firewall that admits new flows only by a SYN. */
-void reconnect_send(struct rackd *d, struct conn *c)
+/* How long C's next reconnection waits after its last one: the liveness
+ * tick's retry at first, doubling while unanswered, up to
+ * retry_interval. */
+static uint64_t retry_delay(const struct rackd *d, const struct conn_edp *e)
 {
-	struct conn_edp *e = c->edp;
+	uint64_t delay = RECONNECT_RETRY_MS;
 
+	for (uint32_t i = 1; i < e->rc_pending && delay < d->cfg->retry_interval_ms;
+	     i++)
+		delay *= 2;
+	return delay < d->cfg->retry_interval_ms ? delay
+						 : d->cfg->retry_interval_ms;
+}
+
+/*
+ * In a SYN (rcsyn.h): a zero-length segment of a flow no middlebox saw
+ * open is dropped by every firewall that admits new flows only by a SYN.
+ * Paced: thousands of connections moving at once send no more than
+ * reconnect_rate SYNs a second between them (a burst of them overflows
+ * the links' and the peer's queues, and the ones lost there only come
+ * back later), and an unanswered one waits longer each time.
+ */
+bool reconnect_send(struct rackd *d, struct conn *c)
+{
+	struct reconnect_state *r = d->reconnect;
+	struct conn_edp *e = c->edp;
+	uint64_t now = loop_now();
+
+	if (e->rc_pending && now - e->rc_last_ms < retry_delay(d, e))
+		return true;		/* not due yet */
+	if (!ratelimit_take(&r->pace, now)) {
+		r->stats.paced++;
+		return false;
+	}
 	if (!e->rc_pending++)
-		e->rc_first_ms = loop_now();
+		e->rc_first_ms = now;
+	e->rc_last_ms = now;
 	e->rc_attempts++;
 	if (rcsyn_send_syn(d, c, ++e->hb_out) == 0)
-		d->reconnect->stats.sent++;
+		r->stats.sent++;
+	return true;
 }
 
 void reconnect_begin(struct conn *c)

@@ -42,6 +42,7 @@
 #include "event.h"
 #include "option.h"
 #include "packet.h"
+#include "ratelimit.h"
 #include "rcsyn.h"
 #include "timer.h"
 
@@ -60,6 +61,7 @@ struct reconnect_stats {
 					 * ours, loopback, broadcast, ... */
 	uint64_t refused_unproven;	/* a confirmation from elsewhere than
 					 * the SYN, or without a SYN */
+	uint64_t paced;			/* SYNs held back by reconnect_rate */
 };
 
 /* How long the peer has to confirm a reconnection from where its SYN
@@ -76,8 +78,13 @@ struct reconnect_state {
 	struct reconnect_pending *accepted;
 	unsigned naccepted, cap;
 	struct timer flush;
+	struct ratelimit pace;		/* reconnection SYNs sent */
 	struct reconnect_stats stats;
 };
+
+/* The first retry of an unanswered reconnection (then doubling, up to
+ * retry_interval). */
+#define RECONNECT_RETRY_MS 200
 
 struct rackd;
 
@@ -86,8 +93,10 @@ void reconnect_free(struct rackd *d);
 /* C's wire endpoints changed: unconfirmed until the peer answers a
  * reconnection sent from now on. */
 void reconnect_begin(struct conn *c);
-/* Ask C's peer to follow C to its current wire endpoints. */
-void reconnect_send(struct rackd *d, struct conn *c);
+/* Ask C's peer to follow C to its current wire endpoints, if C's last
+ * attempt is old enough; false when reconnect_rate holds it back (the
+ * caller tries again soon). */
+bool reconnect_send(struct rackd *d, struct conn *c);
 /* RECONNECT, RECONNECT_ACK and RECONNECT_CONFIRM go to reconnection
  * (channel.h); 0 or -errno. */
 int reconnect_handle_messages(struct rackd *d);

@@ -107,6 +107,7 @@ static void check_config_equal(const struct config *a, const struct config *b)
 	CHECK_EQ_INT(a->max_connections, b->max_connections);
 	CHECK_EQ_INT(a->max_half_open, b->max_half_open);
 	CHECK_EQ_INT(a->max_half_open_per_prefix, b->max_half_open_per_prefix);
+	CHECK_EQ_INT(a->reconnect_rate, b->reconnect_rate);
 	CHECK_EQ_INT(a->debug, b->debug);
 	if (CHECK_EQ_INT(a->nports, b->nports))
 		for (size_t i = 0; i < a->nports; i++) {
@@ -149,6 +150,7 @@ TEST(missing_file_defaults)
 	CHECK_EQ_INT(def->max_connections, 1000000);
 	CHECK_EQ_INT(def->max_half_open, 4096);
 	CHECK_EQ_INT(def->max_half_open_per_prefix, 256);
+	CHECK_EQ_INT(def->reconnect_rate, 4000);
 	CHECK(!def->debug);
 	config_free(cfg);
 
@@ -190,6 +192,7 @@ TEST(every_key)
 		"max_connections = 10000000\n"
 		"max_half_open = 100\n"
 		"max_half_open_per_prefix = 10\n"
+		"reconnect_rate = 50\n"
 		"log_level = debug\n");
 
 	if (!cfg)
@@ -220,6 +223,7 @@ TEST(every_key)
 	CHECK_EQ_INT(cfg->max_connections, 10000000);
 	CHECK_EQ_INT(cfg->max_half_open, 100);
 	CHECK_EQ_INT(cfg->max_half_open_per_prefix, 10);
+	CHECK_EQ_INT(cfg->reconnect_rate, 50);
 	CHECK(cfg->debug);
 	config_free(cfg);
 }
@@ -245,10 +249,11 @@ TEST(limits_and_alternatives)
 	}
 	config_free(cfg);
 
-	cfg = load_ok("queue = 65535\nqueue_mode = auto\nmark = 1234\n"
+	cfg = load_ok("queue = 65534\nqueue_mode = auto\nmark = 1234\n"
 		      "ports = all\n");
 	if (cfg) {
-		CHECK_EQ_INT(cfg->queue_num, 65535);
+		CHECK_EQ_INT(cfg->queue_num, 65534);
+		CHECK_EQ_INT(config_message_queue(cfg), 65535);
 		CHECK_EQ_INT(cfg->queue_mode, QUEUE_MODE_AUTO);
 		CHECK_EQ_INT(cfg->mark, 1234);
 		CHECK(cfg->all_ports);
@@ -343,13 +348,14 @@ TEST(bad_values)
 	static const struct {
 		const char *text, *needle;
 	} cases[] = {
-		{ "queue = 12a", "queue must be a number from 0 to 65535" },
+		{ "queue = 12a", "queue must be a number from 0 to 65534" },
 		{ "queue = -1", "queue must be" },
 		{ "queue = 0x", "queue must be" },
 		{ "queue = 0xg", "queue must be" },
 		{ "queue = 0x-1", "queue must be" },
 		{ "queue = 1.0", "queue must be" },
 		{ "queue = 65536", "queue must be" },
+		{ "queue = 65535", "queue must be" },
 		{ "queue = 99999999999999999999999", "queue must be" },
 		{ "queue_maxlen = 15", "queue_maxlen must be" },
 		{ "queue_maxlen = 1048577", "queue_maxlen must be" },
@@ -359,6 +365,8 @@ TEST(bad_values)
 		{ "max_connections = 10000001", "max_connections must be" },
 		{ "max_half_open = 15", "max_half_open must be a number from 16" },
 		{ "max_half_open = 10000001", "max_half_open must be" },
+		{ "reconnect_rate = 4", "reconnect_rate must be a number from 5" },
+		{ "reconnect_rate = 1000001", "reconnect_rate must be" },
 		{ "max_half_open_per_prefix = 0",
 		  "max_half_open_per_prefix must be a number from 1" },
 		{ "ports = 0", "bad port '0'" },
@@ -550,6 +558,7 @@ TEST(dump_round_trip)
 			     "suspend_after = 5s\nretry_interval = 1s\nmax_suspend = 3d\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
 			     "max_half_open = 4096\nmax_half_open_per_prefix = 256\n"
+			     "reconnect_rate = 4000\n"
 			     "log_level = info\n");
 	}
 	free(text);

@@ -580,6 +580,39 @@ TEST(test_synack_without_a_challenge_is_not_answered)
 	teardown();
 }
 
+/* Thousands moving at once send no more than reconnect_rate SYNs a
+ * second, and an unanswered one waits longer each time. */
+TEST(test_reconnections_paced_and_spaced)
+{
+	struct conn *c = setup();
+	struct conn *b = fake_conn(&d, "10.0.0.1:22", "10.0.0.2:40001", false);
+	struct conn *e = fake_conn(&d, "10.0.0.1:22", "10.0.0.2:40002", false);
+
+	d.cfg->reconnect_rate = 10;	/* two at once */
+	reconnect_init(&d);
+	CHECK(reconnect_send(&d, c));
+	CHECK(reconnect_send(&d, b));
+	CHECK(!reconnect_send(&d, e));
+	CHECK_EQ_INT(sent_of(EDP_RECONNECT), 2);
+	CHECK_EQ_INT(d.reconnect->stats.paced, 1);
+	/* Not due again yet: nothing sent, nothing held back. */
+	CHECK(reconnect_send(&d, c));
+	CHECK_EQ_INT(sent_of(EDP_RECONNECT), 2);
+	fake_advance(RECONNECT_RETRY_MS);
+	CHECK(reconnect_send(&d, e));
+	CHECK(reconnect_send(&d, c));
+	CHECK_EQ_INT(sent_of(EDP_RECONNECT), 4);
+	/* Its second retry waits twice as long. */
+	fake_advance(RECONNECT_RETRY_MS);
+	CHECK(reconnect_send(&d, c));
+	CHECK_EQ_INT(sent_of(EDP_RECONNECT), 4);
+	fake_advance(RECONNECT_RETRY_MS);
+	CHECK(reconnect_send(&d, c));
+	CHECK_EQ_INT(sent_of(EDP_RECONNECT), 5);
+	CHECK_EQ_INT(c->edp->rc_pending, 3);
+	teardown();
+}
+
 TEST(test_manual_peer_moves_and_holds)
 {
 	struct conn *c = setup();
@@ -618,6 +651,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_gone_before_flush_is_forgotten),
 	UNIT(test_our_reconnection_confirmed_then_resumed),
 	UNIT(test_synack_without_a_challenge_is_not_answered),
+	UNIT(test_reconnections_paced_and_spaced),
 	UNIT(test_manual_peer_moves_and_holds),
 };
 
