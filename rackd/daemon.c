@@ -303,6 +303,8 @@ void daemon_start(struct rackd *d)
 	edp_announce_new(d->announcement);
 	keypool_init(&d->keys, d->loop);
 	answer_init(d);
+	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
+		       RACKD_UNAUTH_QUERY_BURST);
 	reconnect_init(d);
 
 	ret = rtnl_open(&d->rtnl, &rh);

@@ -53,6 +53,7 @@ struct rackd_stats {
 	uint64_t conns_closed;		/* socket gone from the kernel */
 	uint64_t conns_refused;		/* table full */
 	uint64_t halfopen_evicted;	/* half-open entries made room */
+	uint64_t unauth_paced;		/* segments not judged: query budget */
 	uint64_t sweeps;
 	uint64_t link_events;
 	uint64_t addr_events;
@@ -116,6 +117,10 @@ struct rackd {
 	struct flowset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
 	struct ratelimit probe_answers;	/* answer.c */
+	/* Questions to the kernel that a segment without a MAC makes
+	 * rackd ask (is there a socket, where is it): anyone can send such
+	 * segments, so they are paced, all together (rackd_unauth_query()). */
+	struct ratelimit unauth_queries;
 	/* Connections in the held sets (hold.c): the table's chains for
 	 * held flows exist while there are any, and whoever rewrites the
 	 * chains (splice.c too) says so. */
@@ -146,6 +151,14 @@ static inline struct rackd *rackd_of_conn(struct conn *c)
 {
 	return container_of(c->table, struct rackd, conns);
 }
+
+#define RACKD_UNAUTH_QUERY_RATE 2000	/* a second */
+#define RACKD_UNAUTH_QUERY_BURST 500
+
+/* Whether a segment without a MAC may make rackd ask the kernel about a
+ * socket now; false (counted) when the budget is spent: the segment then
+ * changes nothing. */
+bool rackd_unauth_query(struct rackd *d);
 
 /* C is going away: every subscriber of EVENT_GONE lets go of it, then
  * its expiry timer is cancelled and it is freed. */

@@ -213,6 +213,7 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "connections_refused", s->conns_refused);
 	put_u64(out, "half_open", d->conns.halfopen.count);
 	put_u64(out, "half_open_evicted", s->halfopen_evicted);
+	put_u64(out, "unauthenticated_paced", s->unauth_paced);
 	put_u64(out, "sweeps", s->sweeps);
 	put_u64(out, "link_events", s->link_events);
 	put_u64(out, "addr_events", s->addr_events);

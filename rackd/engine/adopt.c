@@ -461,6 +461,7 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 {
 	struct adopt_stats *s = &d->adopt->stats;
 	struct conn_adopt *a;
+	bool asked = false;	/* the budget paid for this message already */
 
 	s->msgs_in++;
 	if (!c) {
@@ -469,7 +470,15 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		struct sockdiag_progress pr;
 
 		/* Only for a socket that exists (the lookup may find the
-		 * listener instead): anyone can send an ADOPT. */
+		 * listener instead): anyone can send an ADOPT, from any
+		 * address, to any port, and each one makes us ask. */
+		if (!considered(d->cfg, &local, &remote)) {
+			s->refused++;
+			return NF_DROP;
+		}
+		if (!rackd_unauth_query(d))
+			return NF_DROP;
+		asked = true;
 		if (sockdiag_progress(&local, &remote, &pr) ||
 		    (pr.state != TCP_STATE_ESTABLISHED &&
 		     pr.state != TCP_STATE_SYN_RECV &&
@@ -494,14 +503,27 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		}
 		return NF_DROP;
 	} else if (!c->adopt) {
+		bool again = c->state == CONN_RELEASED &&
+			     c->adoptions < ADOPT_TRIES;
+
+		/* Nothing it could change: no question to the kernel. */
+		if (!again && !(conn_managed(c) &&
+				m->x_own == c->rend.isn + 1 &&
+				m->x_peer == c->lend.isn + 1)) {
+			d->edp.unexpected++;
+			return NF_DROP;
+		}
 		/* Its numbers known (handshake, set-up): the message must sit
 		 * where the connection is, as every racks message does. */
+		if (!rackd_unauth_query(d))
+			return NF_DROP;
+		asked = true;
 		if (c->lend.seen && c->rend.seen &&
 		    !channel_seq_plausible(c, p)) {
 			d->edp.bad_seq++;
 			return NF_DROP;
 		}
-		if (c->state == CONN_RELEASED && c->adoptions < ADOPT_TRIES) {
+		if (again) {
 			/* The peer is racks after all: ask again. */
 			c->adoption = ADOPTION_NONE;
 			begin(d, c, c->unmanaged == UNMANAGED_NO ?
@@ -516,7 +538,8 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		return NF_DROP;	/* given up at once */
 	/* Likewise once ours are learnt; before, its numbers are kept
 	 * and checked once they can be (compare()). */
-	if (a->learnt && !channel_seq_plausible(c, p)) {
+	if (a->learnt && ((!asked && !rackd_unauth_query(d)) ||
+			  !channel_seq_plausible(c, p))) {
 		d->edp.bad_seq++;
 		return NF_DROP;
 	}

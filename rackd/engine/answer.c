@@ -63,16 +63,14 @@ static bool worth_answer(struct rackd *d, struct conn *c,
 	if (!d->cfg->answer_probes || !c || c->dir != CONN_INCOMING ||
 	    p->payload_len || !c->rend.seen || p->seq != c->rend.isn + 1)
 		return false;
-	if (c->probed) {
+	/* The rate limit before the question to the kernel, which a forger
+	 * can make us ask too. */
+	if (c->probed || !ratelimit_take(&d->probe_answers, loop_now())) {
 		d->edp.probes_refused++;
 		return false;
 	}
 	if (sockdiag_state(&c->local, &c->remote) != TCP_STATE_ESTABLISHED) {
 		d->edp.probes_unproven++;
-		return false;
-	}
-	if (!ratelimit_take(&d->probe_answers, loop_now())) {
-		d->edp.probes_refused++;
 		return false;
 	}
 	return true;

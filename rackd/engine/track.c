@@ -236,12 +236,15 @@ struct conn *track_restore(struct rackd *d, const struct endpoint *local,
  * 5961), and anyone who knows the four numbers of the flow can send it.
  * Only when no live socket holds the endpoints does it start a connection.
  */
-static bool syn_replaces(struct conn *c, bool outbound)
+static bool syn_replaces(struct rackd *d, struct conn *c, bool outbound)
 {
 	int state;
 
 	if (outbound)
 		return true;
+	/* Asking costs; without the budget, nothing changes. */
+	if (!rackd_unauth_query(d))
+		return false;
 	state = sockdiag_state(&c->local, &c->remote);
 	return state == -ENOENT || state == TCP_STATE_TIME_WAIT ||
 	       state == TCP_STATE_CLOSE;
@@ -295,7 +298,7 @@ static void track_syn(struct rackd *d, struct queue *q,
 				d->edp.syn_fallback++;
 			return;
 		}
-	} else if (c && !syn_replaces(c, outbound)) {
+	} else if (c && !syn_replaces(d, c, outbound)) {
 		/* The kernel's business alone: nothing here changes. */
 		d->stats.syn_live_socket++;
 		if (p->opt.racks_len)

@@ -176,6 +176,8 @@ void fake_rackd(struct rackd *d)
 	d->migrate = &migrate;
 	d->channel = &channel;
 	d->cfg = config_defaults();
+	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
+		       RACKD_UNAUTH_QUERY_BURST);
 	conn_table_init(&d->conns);
 	timer_heap_free(&heap);
 	timer_heap_init(&heap);

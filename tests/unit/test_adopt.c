@@ -464,6 +464,35 @@ TEST(test_unknown_flows_adopt_checked_once_learnt)
 	teardown();
 }
 
+/* Judging an ADOPT may mean asking the kernel, which anyone can make us
+ * do: without the budget, or when it could change nothing, nothing
+ * happens. */
+TEST(test_adopt_budget_and_useless_adopts)
+{
+	struct conn *c = managed();
+
+	/* Other numbers than a managed connection's: no question. */
+	ratelimit_init(&d.unauth_queries, 1, 1);
+	peer_says(c, 2001, 1005, 0);
+	CHECK_EQ_INT(d.edp.unexpected, 1);
+	CHECK_EQ_INT(d.stats.unauth_paced, 0);
+	CHECK_EQ_INT(ratelimit_avail(&d.unauth_queries, fake_now), 1);
+	managed_teardown(c);
+
+	c = setup();
+	ratelimit_init(&d.unauth_queries, 1, 1);
+	CHECK(ratelimit_take(&d.unauth_queries, fake_now));
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(d.stats.unauth_paced, 1);
+	CHECK_EQ_INT(c->adoption, ADOPTION_NONE);
+	CHECK_EQ_INT(nsent, 0);
+	/* A second later there is budget again. */
+	fake_advance(1000);
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(c->state, CONN_SETUP);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	UNIT(test_plain_peer_is_asked_three_times),
 	UNIT(test_agreement_answers_once_and_takes_the_role_of_the_numbers),
@@ -476,6 +505,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_managed_connection_adopted_again_only_for_its_numbers),
 	UNIT(test_forged_adopt_never_releases_a_keyed_connection),
 	UNIT(test_unknown_flows_adopt_checked_once_learnt),
+	UNIT(test_adopt_budget_and_useless_adopts),
 };
 
 UNIT_MAIN("adopt", tests)

@@ -123,24 +123,37 @@ TEST(test_answer_mirrors_without_asking_the_kernel)
 	fake_rackd_free(&d);
 }
 
+/* A heartbeat from C's peer, under C's key. */
+static struct edp_msg heartbeat(struct conn *c, uint32_t counter)
+{
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_HEARTBEAT,
+			     .conn_id = c->edp->conn_id, .counter = counter };
+
+	edp_mac_counter(c->edp->key,
+			numbered_role(EDP_HEARTBEAT, !conn_is_client(c)),
+			counter, &c->edp->t, m.mac);
+	return m;
+}
+
 /* Once set-up is over, the first numbers prove nothing (anyone who saw
  * the handshake knows them): only the live ones pass. */
 TEST(test_first_numbers_refused_once_connected)
 {
 	struct conn *c = setup();
 	struct packet p = message(2000, 1001);
+	struct edp_msg hb = heartbeat(c, 1);
 	unsigned asked;
 
 	/* 100 MB each way: the first numbers are far behind. */
 	fake_progress.bytes_acked = fake_progress.bytes_received = 100000000;
 	asked = fake_progress_calls;
-	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
 	CHECK_EQ_INT(handled, 0);
 	CHECK_EQ_INT(d.edp.bad_seq, 1);
 	CHECK_EQ_INT(fake_progress_calls, asked + 1);
 	/* The live numbers pass (positive control). */
 	p = message(100002000, 100000999);
-	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
 	CHECK_EQ_INT(handled, 1);
 	/* An adopted connection in set-up: its first numbers are long
 	 * past, so they prove nothing either. */
@@ -152,6 +165,33 @@ TEST(test_first_numbers_refused_once_connected)
 	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
 	CHECK_EQ_INT(handled, 1);
 	CHECK_EQ_INT(d.edp.bad_seq, 2);
+	fake_rackd_free(&d);
+}
+
+/* A forgery costs a MAC, never a question to the kernel; a set-up
+ * message after set-up goes to its handler (which only counts it)
+ * without one either. */
+TEST(test_forgeries_ask_the_kernel_nothing)
+{
+	struct conn *c = setup();
+	struct packet p = message(702000, 500999);
+	struct edp_msg hb = heartbeat(c, 1);
+	unsigned asked = fake_progress_calls;
+
+	hb.mac[0] ^= 1;
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
+	CHECK_EQ_INT(d.edp.bad_mac, 1);
+	CHECK_EQ_INT(handled, 0);
+	p = message(702000 + 0x40000000u, 7);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
+	CHECK_EQ_INT(handled, 1);
+	CHECK_EQ_INT(fake_progress_calls, asked);
+	/* Unkeyed, a numbered message is refused outright. */
+	c->edp->keyed = false;
+	hb = heartbeat(c, 2);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
+	CHECK_EQ_INT(d.edp.unexpected, 1);
+	CHECK_EQ_INT(fake_progress_calls, asked);
 	fake_rackd_free(&d);
 }
 
@@ -255,10 +295,11 @@ TEST(test_window_check)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct packet p = message(cases[i].seq, cases[i].ack);
+		struct edp_msg hb = heartbeat(c, (uint32_t)i + 1);
 		uint64_t bad = d.edp.bad_seq;
 
 		handled = 0;
-		channel_input(&d, c, &p, &key);
+		channel_input(&d, c, &p, &hb);
 		if (!CHECK_EQ_INT(handled, cases[i].ok) ||
 		    !CHECK_EQ_INT(d.edp.bad_seq, bad + !cases[i].ok))
 			fprintf(stderr, "  case %zu\n", i);
@@ -270,10 +311,11 @@ TEST(test_window_check)
 	{
 		struct packet near = message(2000, 1001);
 		struct packet far = message(702000, 500999);
+		struct edp_msg hb = heartbeat(c, 1);
 
 		handled = 0;
-		channel_input(&d, c, &near, &key);
-		channel_input(&d, c, &far, &key);
+		channel_input(&d, c, &near, &hb);
+		channel_input(&d, c, &far, &hb);
 		CHECK_EQ_INT(handled, 0);
 		c->state = CONN_SETUP;
 		channel_input(&d, c, &near, &key);
@@ -312,6 +354,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_in_handshake_first_numbers),
 	UNIT(test_answer_mirrors_without_asking_the_kernel),
 	UNIT(test_first_numbers_refused_once_connected),
+	UNIT(test_forgeries_ask_the_kernel_nothing),
 	UNIT(test_message_proves_a_half_open_entry),
 	UNIT(test_hint_is_for_its_connection_and_setup_only),
 	UNIT(test_gone_socket),
