@@ -366,9 +366,12 @@ def test_forged_adopts_change_nothing(topo):
                        st0["adopt_msgs_in"] + 3, 5, "the forged ADOPTs")
     st = rb.status()
     assert st["adopt_readopted"] == st["adopt_started"] == 0, st
-    # Not where the connection is: refused before its numbers are looked
-    # at (those would have to be exactly its ISNs + 1 too).
-    assert st["edp_bad_seq"] - st0["edp_bad_seq"] == 2, st
+    # Not the connection's numbers: an ADOPT that could change nothing is
+    # refused before anything is asked about where it sits (and no
+    # heartbeat is sent to ask the peer).
+    assert st["edp_unexpected"] - st0["edp_unexpected"] == 2, st
+    assert st["edp_bad_seq"] == st0["edp_bad_seq"], st
+    assert st["adopt_readopt_asked"] == st0["adopt_readopt_asked"], st
     assert st["edp_unknown_conn"] - st0["edp_unknown_conn"] == 1, st
     after = racks.conn_of(rb, local_port=PORT)
     assert after["state"] == "connected" and "adoption" not in after

@@ -376,8 +376,8 @@ struct config *config_defaults(void)
 	cfg->max_suspend_ms = 3ULL * 86400000;
 	cfg->sweep_interval_ms = 10000;
 	cfg->max_connections = 1000000;
-	cfg->max_half_open = 4096;
-	cfg->max_half_open_per_prefix = 256;
+	cfg->max_half_open = 16384;
+	cfg->max_half_open_per_prefix = 4096;
 	cfg->reconnect_rate = 4000;
 	return cfg;
 }

@@ -462,6 +462,7 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 	struct adopt_stats *s = &d->adopt->stats;
 	struct conn_adopt *a;
 	bool asked = false;	/* the budget paid for this message already */
+	int ret;
 
 	s->msgs_in++;
 	if (!c) {
@@ -479,10 +480,20 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		if (!rackd_unauth_query(d))
 			return NF_DROP;
 		asked = true;
-		if (sockdiag_progress(&local, &remote, &pr) ||
-		    (pr.state != TCP_STATE_ESTABLISHED &&
-		     pr.state != TCP_STATE_SYN_RECV &&
-		     pr.state != TCP_STATE_NEW_SYN_RECV)) {
+		ret = sockdiag_progress(&local, &remote, &pr);
+		if (ret || (pr.state != TCP_STATE_ESTABLISHED &&
+			    pr.state != TCP_STATE_SYN_RECV &&
+			    pr.state != TCP_STATE_NEW_SYN_RECV)) {
+			if (log_debug_enabled()) {
+				char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+
+				log_debug("ADOPT %s <- %s: no socket to adopt "
+					  "(%s, state %u)",
+					  endpoint_format(&local, l, sizeof(l)),
+					  endpoint_format(&remote, r, sizeof(r)),
+					  ret ? strerror(-ret) : "found",
+					  pr.state);
+			}
 			d->edp.unknown_conn++;
 			return NF_DROP;
 		}

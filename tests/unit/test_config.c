@@ -148,8 +148,8 @@ TEST(missing_file_defaults)
 	CHECK_EQ_INT(def->sweep_interval_ms, 10000);
 	CHECK_EQ_INT(def->retry_interval_ms, 1000);
 	CHECK_EQ_INT(def->max_connections, 1000000);
-	CHECK_EQ_INT(def->max_half_open, 4096);
-	CHECK_EQ_INT(def->max_half_open_per_prefix, 256);
+	CHECK_EQ_INT(def->max_half_open, 16384);
+	CHECK_EQ_INT(def->max_half_open_per_prefix, 4096);
 	CHECK_EQ_INT(def->reconnect_rate, 4000);
 	CHECK(!def->debug);
 	config_free(cfg);
@@ -557,7 +557,7 @@ TEST(dump_round_trip)
 			     "setup_timeout = 5s\nanswer_probes = yes\n"
 			     "suspend_after = 5s\nretry_interval = 1s\nmax_suspend = 3d\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
-			     "max_half_open = 4096\nmax_half_open_per_prefix = 256\n"
+			     "max_half_open = 16384\nmax_half_open_per_prefix = 4096\n"
 			     "reconnect_rate = 4000\n"
 			     "log_level = info\n");
 	}
