@@ -131,9 +131,10 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
 		       const char *local, const char *remote)
 {
 	for (int v6 = 0; v6 < 2; v6++)
-		fprintf(f, ADD_RULE "%s meta mark != 0x%08x ip%s %saddr . "
-			   "tcp %sport . ip%s %saddr . tcp %sport @held%c goto "
-			   "divert\n", chain, cfg->mark, v6 ? "6" : "", local,
+		fprintf(f, ADD_RULE "%s meta mark != { 0x%08x, 0x%08x } ip%s "
+			   "%saddr . tcp %sport . ip%s %saddr . tcp %sport "
+			   "@held%c goto divert\n", chain, cfg->mark,
+			config_unspliced_mark(cfg), v6 ? "6" : "", local,
 			local, v6 ? "6" : "", remote, remote,
 			v6 ? '6' : '4');
 }
@@ -199,8 +200,8 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 {
 	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
 	fprintf(f, ADD_RULE "output tcp flags & (fin | syn | rst) == syn meta "
-		   "mark != 0x%08x meta oiftype != loopback jump output_syn\n",
-		cfg->mark);
+		   "mark != { 0x%08x, 0x%08x } meta oiftype != loopback jump "
+		   "output_syn\n", cfg->mark, config_unspliced_mark(cfg));
 	if (held)
 		held_rules(f, cfg, "output", "s", "d");
 	if (adopting)
@@ -217,13 +218,14 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 		   "iiftype != loopback fib daddr type local goto divert_msg\n",
 		EDP_OPT_KIND, EDP_EXID, cfg->mark);
 	reconnect_rules(f, cfg);
-	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
+	splicemap_rules(f, RULESET_PREROUTING, false, spliced, 0);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "!= 0 meta iiftype != loopback fib daddr type local jump "
 		   "input_ctl\n");
 	if (held)
 		held_rules(f, cfg, RULESET_PREROUTING, "d", "s");
-	splicemap_rules(f, "splice_out", true, spliced);
+	splicemap_rules(f, "splice_out", true, spliced,
+			config_unspliced_mark(cfg));
 }
 
 /*
@@ -243,8 +245,8 @@ void ruleset_unserved_write(FILE *f, bool spliced)
 	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
 	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
 		RULESET_PREROUTING);
-	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
-	splicemap_rules(f, "splice_out", true, spliced);
+	splicemap_rules(f, RULESET_PREROUTING, false, spliced, 0);
+	splicemap_rules(f, "splice_out", true, spliced, 0);
 }
 
 /* Probes are answered on the server ports rackd considers. */

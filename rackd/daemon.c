@@ -130,7 +130,7 @@ static int reload(struct rackd *d, char *err, size_t errlen)
 	config_free(d->cfg);
 	d->cfg = cfg;
 	d->queue_mode = used;
-	inject_set_mark(d->inject, cfg->mark);
+	inject_set_mark(d->inject, cfg->mark, config_unspliced_mark(cfg));
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
@@ -290,7 +290,8 @@ void daemon_start(struct rackd *d)
 	open_queue(d, &d->queue, d->cfg->queue_num, true);
 	open_queue(d, &d->msg_queue, config_message_queue(d->cfg), false);
 
-	ret = inject_open(&d->inject, d->cfg->mark);
+	ret = inject_open(&d->inject, d->cfg->mark,
+			  config_unspliced_mark(d->cfg));
 	if (ret) {
 		ctl_close(d->ctl);
 		fatalx(1, "raw sockets: %s", strerror(-ret));

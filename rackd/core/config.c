@@ -130,9 +130,11 @@ static int set_mark(struct config *cfg, char *v, char *why, size_t wl)
 {
 	uint64_t n;
 
-	if (parse_u64(v, 1, UINT32_MAX, &n))
+	/* The next one is rackd's too (config_unspliced_mark()). */
+	if (parse_u64(v, 1, UINT32_MAX - 1, &n))
 		return set_error(why, wl,
-				 "mark must be a nonzero 32-bit number (e.g. 0x7261636b)");
+				 "mark must be a nonzero 32-bit number below "
+				 "0xffffffff (e.g. 0x7261636b)");
 	cfg->mark = (uint32_t)n;
 	return 0;
 }

@@ -59,6 +59,13 @@ static inline uint16_t config_message_queue(const struct config *cfg)
 	return (uint16_t)(cfg->queue_num + 1);
 }
 
+/* The mark of the segments rackd sends past its splices: the one after
+ * CFG's mark (inject.h, ruleset.c). */
+static inline uint32_t config_unspliced_mark(const struct config *cfg)
+{
+	return cfg->mark + 1;
+}
+
 /*
  * Load PATH into a new config. A missing file yields the built-in defaults
  * (*missing set to true). On error returns -EINVAL and writes a one-line

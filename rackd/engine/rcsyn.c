@@ -146,11 +146,14 @@ static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
 	uint8_t pay[EDP_NUMBERED_SIZE + EDP_CHALLENGE_LEN];
 	struct edp_msg m;
 	size_t paylen;
+	/* An answer goes to where the SYN came from, which the splices
+	 * (of the connection's current endpoints) must not rewrite. */
 	struct inject_segment seg = {
 		.src = wl, .dst = wr,
 		.flags = TCP_FLAG_SYN | (answer ? TCP_FLAG_ACK : 0),
 		.ack = answer ? answer->end : 0,
 		.window = RCSYN_WINDOW, .options = opt, .payload = pay,
+		.unspliced = answer != NULL,
 	};
 
 	channel_numbered_msg(c, type, counter, &m);

@@ -232,7 +232,7 @@ TEST(limits_and_alternatives)
 {
 	struct config *cfg = load_ok(
 		"queue = 0\nqueue_mode = native\nqueue_maxlen = 1048576\n"
-		"mark = 0xffffffff\nports = 1, 65535, 1-65535\n"
+		"mark = 0xfffffffe\nports = 1, 65535, 1-65535\n"
 		"max_connections = 1\nlog_level = info\n"
 		"syn_timeout = 1000ms\nsweep_interval = 100ms\n");
 
@@ -240,7 +240,8 @@ TEST(limits_and_alternatives)
 		CHECK_EQ_INT(cfg->queue_num, 0);
 		CHECK_EQ_INT(cfg->queue_mode, QUEUE_MODE_NATIVE);
 		CHECK_EQ_INT(cfg->queue_maxlen, 1048576);
-		CHECK_EQ_INT(cfg->mark, 0xffffffff);
+		CHECK_EQ_INT(cfg->mark, 0xfffffffe);
+		CHECK_EQ_INT(config_unspliced_mark(cfg), 0xffffffff);
 		CHECK_EQ_INT(cfg->nports, 3);
 		CHECK_EQ_INT(cfg->max_connections, 1);
 		CHECK(!cfg->debug);
@@ -361,6 +362,7 @@ TEST(bad_values)
 		{ "queue_maxlen = 1048577", "queue_maxlen must be" },
 		{ "mark = 0", "mark must be a nonzero" },
 		{ "mark = 0x100000000", "mark must be a nonzero" },
+		{ "mark = 0xffffffff", "mark must be a nonzero" },
 		{ "max_connections = 0", "max_connections must be" },
 		{ "max_connections = 10000001", "max_connections must be" },
 		{ "max_half_open = 15", "max_half_open must be a number from 16" },
