@@ -133,7 +133,7 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
 	for (int v6 = 0; v6 < 2; v6++)
 		fprintf(f, ADD_RULE "%s meta mark != { 0x%08x, 0x%08x } ip%s "
 			   "%saddr . tcp %sport . ip%s %saddr . tcp %sport "
-			   "@held%c goto divert\n", chain, cfg->mark,
+			   "@held%c goto divert_strict\n", chain, cfg->mark,
 			config_unspliced_mark(cfg), v6 ? "6" : "", local,
 			local, v6 ? "6" : "", remote, remote,
 			v6 ? '6' : '4');
@@ -157,12 +157,12 @@ static void reconnect_rules(FILE *f, const struct config *cfg)
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp doff %d @th,%d,32 0x%08x meta mark != 0x%08x "
 		   "meta iiftype != loopback fib daddr type local goto "
-		   "divert_msg\n", EDP_RCSYN_DOFF,
+		   "divert_strict\n", EDP_RCSYN_DOFF,
 		EDP_RCSYN_DOFF * 32, EDP_RCSYN_MAGIC, cfg->mark);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp option @%d,8,32 { 0x%02x%04x%02x, 0x%02x%04x%02x }"
 		   " meta mark != 0x%08x meta iiftype != loopback fib daddr type "
-		   "local goto divert_msg\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN,
+		   "local goto divert_strict\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN,
 		EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT, EDP_OPT_HDR_LEN, EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT_ACK, cfg->mark);
@@ -215,7 +215,7 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 	 * container host leaves the messages of the hosts behind it alone. */
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & syn == 0 tcp doff "
 		   "> 10 tcp option @%d,16,16 0x%04x meta mark != 0x%08x meta "
-		   "iiftype != loopback fib daddr type local goto divert_msg\n",
+		   "iiftype != loopback fib daddr type local goto divert_strict\n",
 		EDP_OPT_KIND, EDP_EXID, cfg->mark);
 	reconnect_rules(f, cfg);
 	splicemap_rules(f, RULESET_PREROUTING, false, spliced, 0);
@@ -295,12 +295,14 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	if (native_queue)
 		fprintf(f, "\t\tcounter queue num %u bypass\n", cfg->queue_num);
 	fprintf(f, "\t}\n");
-	/* racks' messages: never past rackd, even when its queue is full
-	 * or nobody reads it (daemon.c). */
-	fprintf(f, "\tchain divert_msg {\n");
+	/* racks' messages and the segments of held connections: never past
+	 * rackd, even when its queue is full or nobody reads it (daemon.c):
+	 * a held socket's segment that got by would reach a peer that has
+	 * not followed a move yet, whose kernel answers with a RST. */
+	fprintf(f, "\tchain divert_strict {\n");
 	if (native_queue)
 		fprintf(f, "\t\tcounter queue num %u\n",
-			config_message_queue(cfg));
+			config_strict_queue(cfg));
 	fprintf(f, "\t}\n");
 	syn_chain(f, cfg, "syn_out", "daddr");
 	syn_chain(f, cfg, "syn_in", "saddr");
@@ -393,8 +395,8 @@ static int install_xt(const struct config *cfg, const char *state, char *err,
 	 * which is exactly the bypass behaviour, never a blackhole. */
 	ret = xt_queue_add_rule(RULESET_TABLE, "divert", cfg->queue_num, true);
 	if (ret == 0)
-		ret = xt_queue_add_rule(RULESET_TABLE, "divert_msg",
-					config_message_queue(cfg), false);
+		ret = xt_queue_add_rule(RULESET_TABLE, "divert_strict",
+					config_strict_queue(cfg), false);
 	if (ret) {
 		snprintf(err, errlen, "adding the xt NFQUEUE rule: %s",
 			 strerror(-ret));

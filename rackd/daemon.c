@@ -179,12 +179,12 @@ static void on_queue(void *arg, uint32_t events)
 	queue_process(d->queue);
 }
 
-static void on_msg_queue(void *arg, uint32_t events)
+static void on_strict_queue(void *arg, uint32_t events)
 {
 	struct rackd *d = arg;
 
 	(void)events;
-	queue_process(d->msg_queue);
+	queue_process(d->strict_queue);
 }
 
 static void open_queue(struct rackd *d, struct queue **q, uint16_t num,
@@ -199,7 +199,7 @@ static void open_queue(struct rackd *d, struct queue **q, uint16_t num,
 		       ret == -EBUSY ? " (another program owns this queue)" : "");
 	}
 	loop_add(d->loop, queue_fd(*q), EPOLLIN,
-		 fail_open ? on_queue : on_msg_queue, d);
+		 fail_open ? on_queue : on_strict_queue, d);
 }
 
 static void on_rtnl(void *arg, uint32_t events)
@@ -279,16 +279,18 @@ void daemon_start(struct rackd *d)
 		       strerror(-ret));
 
 	/*
-	 * Two queues. The handshakes, held and probe segments fail open when
+	 * Two queues. The handshakes and probe segments fail open when
 	 * rackd falls behind: a busy rackd must never blackhole a host's
 	 * connections, and what passes meanwhile is at worst a connection
-	 * adopted later. racks' own messages never do: one that reached the
-	 * kernel instead of rackd could meet a socket, or a kernel without
-	 * one for it that answers with a RST (a reconnection's SYN-ACK); a
-	 * message dropped is sent again.
+	 * adopted later. The strict queue never does: a racks message that
+	 * reached the kernel instead of rackd could meet a socket, or a
+	 * kernel without one for it that answers with a RST (a
+	 * reconnection's SYN-ACK), and so could a held socket's segment
+	 * reaching a peer that has not followed a move yet; what it drops
+	 * is sent again.
 	 */
 	open_queue(d, &d->queue, d->cfg->queue_num, true);
-	open_queue(d, &d->msg_queue, config_message_queue(d->cfg), false);
+	open_queue(d, &d->strict_queue, config_strict_queue(d->cfg), false);
 
 	ret = inject_open(&d->inject, d->cfg->mark,
 			  config_unspliced_mark(d->cfg));
@@ -336,8 +338,8 @@ void daemon_start(struct rackd *d)
 		log_info("replaced a stale table inet %s from an earlier run",
 			 RULESET_TABLE);
 	log_info("rackd %s: table inet %s installed, queues %u and %u "
-		 "(messages) (%s), control socket %s", RACKD_VERSION,
-		 RULESET_TABLE, d->cfg->queue_num, config_message_queue(d->cfg),
+		 "(strict) (%s), control socket %s", RACKD_VERSION,
+		 RULESET_TABLE, d->cfg->queue_num, config_strict_queue(d->cfg),
 		 config_queue_mode_name(d->queue_mode), d->sock_path);
 
 	/* Established connections it does not know: adopted. */
@@ -395,7 +397,7 @@ void daemon_stop(struct rackd *d)
 	ctl_close(d->ctl);
 	rtnl_close(d->rtnl);
 	queue_close(d->queue);
-	queue_close(d->msg_queue);
+	queue_close(d->strict_queue);
 	loop_timer_cancel(d->loop, &d->sweep_timer);
 	for (struct conn *c = d->conns.head; c; c = c->next) {
 		/* The table is gone already: no set to update. */

@@ -75,10 +75,10 @@ for name, sport, flags, opt in (("syn", 41001, "S", offer),
 """
 
 
-def test_message_queue_never_fails_open(topo):
+def test_strict_queue_never_fails_open(topo):
     """With rackd gone and its table left (SIGKILL), the handshake queue
     lets its packets pass (bypass: a dead rackd never cuts its host off)
-    and the message queue drops its own: a racks message never reaches a
+    and the strict queue drops its own: a racks message never reaches a
     kernel that would answer it with a reset. The SYN answered is the
     positive control: both packets reached A's table, and A answers."""
     need_scapy = testbed.run([testbed.PYTHON, "-c", "import scapy"],

@@ -97,7 +97,7 @@ static int set_queue(struct config *cfg, char *v, char *why, size_t wl)
 {
 	uint64_t n;
 
-	/* Its messages take the next one (config_message_queue()). */
+	/* Its messages take the next one (config_strict_queue()). */
 	if (parse_u64(v, 0, 65534, &n))
 		return set_error(why, wl, "queue must be a number from 0 to 65534");
 	cfg->queue_num = (uint16_t)n;

@@ -52,9 +52,10 @@ struct config {
 	bool debug;
 };
 
-/* The queue racks' own messages are diverted to: the one after CFG's
- * queue, without fail-open (ruleset.c, daemon.c). */
-static inline uint16_t config_message_queue(const struct config *cfg)
+/* The strict queue: racks' own messages and the segments of held
+ * connections, never passed when it is full or unread; the one after
+ * CFG's queue (ruleset.c, daemon.c). */
+static inline uint16_t config_strict_queue(const struct config *cfg)
 {
 	return (uint16_t)(cfg->queue_num + 1);
 }

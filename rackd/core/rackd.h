@@ -97,7 +97,8 @@ struct rackd {
 	const char *sock_path;
 	struct loop *loop;
 	struct queue *queue;		/* handshakes, held and probe segments */
-	struct queue *msg_queue;	/* racks' messages: never fails open */
+	struct queue *strict_queue;	/* racks' messages and held segments:
+					 * never fails open */
 	enum queue_mode queue_mode;	/* in use: native or xt, never auto */
 	bool table_installed;
 	struct conn_table conns;

@@ -167,7 +167,7 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 static void queue_totals(const struct rackd *d, struct queue_stats *t)
 {
 	const struct queue_stats *a = queue_stats(d->queue);
-	const struct queue_stats *m = queue_stats(d->msg_queue);
+	const struct queue_stats *m = queue_stats(d->strict_queue);
 
 	t->received = a->received + m->received;
 	t->verdicts = a->verdicts + m->verdicts;
@@ -190,8 +190,8 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	proto_put(out, "pid", "%d", (int)getpid());
 	proto_put(out, "queue_mode", "%s", config_queue_mode_name(d->queue_mode));
 	proto_put(out, "queue", "%u", d->cfg->queue_num);
-	proto_put(out, "message_queue", "%u", config_message_queue(d->cfg));
-	put_u64(out, "messages_queued", queue_stats(d->msg_queue)->received);
+	proto_put(out, "strict_queue", "%u", config_strict_queue(d->cfg));
+	put_u64(out, "strict_queued", queue_stats(d->strict_queue)->received);
 	put_u64(out, "uptime", (loop_now() - d->started_mono) / 1000);
 	put_u64(out, "connections", d->conns.count);
 	put_u64(out, "packets_queued", qs->received);

@@ -254,7 +254,7 @@ TEST(limits_and_alternatives)
 		      "ports = all\n");
 	if (cfg) {
 		CHECK_EQ_INT(cfg->queue_num, 65534);
-		CHECK_EQ_INT(config_message_queue(cfg), 65535);
+		CHECK_EQ_INT(config_strict_queue(cfg), 65535);
 		CHECK_EQ_INT(cfg->queue_mode, QUEUE_MODE_AUTO);
 		CHECK_EQ_INT(cfg->mark, 1234);
 		CHECK(cfg->all_ports);
