@@ -57,7 +57,7 @@ def test_xt_rule_is_a_bypass_nfqueue_target(topo):
 
 
 # Sent from B with Scapy: a SYN carrying racks' offer (the handshake's
-# queue) and a racks message on a zero-length ACK (the message queue),
+# queue) and a racks message on a zero-length ACK (the strict queue),
 # each from a port of its own; prints the flags of what A answered to each.
 PROBE_QUEUES = r"""
 import sys
