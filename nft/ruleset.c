@@ -119,9 +119,9 @@ static void handshake_chains(FILE *f, const struct config *cfg)
 		fprintf(f, "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst | "
 			   "ack) == syn meta mark != 0x%08x jump syn_in\n"
 			   "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst) "
-			   "== fin jump probe_in\n", v6 ? "6" : "",
-			EDP_PROBE_DSCP, cfg->mark, v6 ? "6" : "",
-			EDP_PROBE_DSCP);
+			   "== fin meta mark != 0x%08x jump probe_in\n",
+			v6 ? "6" : "", EDP_PROBE_DSCP, cfg->mark,
+			v6 ? "6" : "", EDP_PROBE_DSCP, cfg->mark);
 	fprintf(f, "\t}\n");
 }
 

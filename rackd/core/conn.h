@@ -161,6 +161,7 @@ struct conn {
 	bool seq_seen;
 	uint32_t seen_snd_una, seen_rcv_nxt, seen_slack;
 	struct conn *knext;	/* edp id bucket chain */
+	struct conn *wnext;	/* wire tuple bucket chain */
 	/* Made by a SYN from outside whose sender has not shown yet that
 	 * it receives what goes to its address (halfopen.h). */
 	struct halfopen_link ho;
@@ -170,6 +171,7 @@ struct conn {
 struct conn_table {
 	struct conn **buckets;
 	struct conn **kbuckets;	/* by edp id, same size */
+	struct conn **wbuckets;	/* by wire endpoints, same size */
 	size_t nbuckets;
 	size_t count;
 	uint64_t next_id;
@@ -186,6 +188,15 @@ struct conn *conn_lookup(const struct conn_table *tbl,
 			 const struct endpoint *local,
 			 const struct endpoint *remote);
 struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id);
+/* The connection whose segments travel between LOCAL and REMOTE now (its
+ * wire endpoints; a connection never spliced travels on its socket's). */
+struct conn *conn_lookup_wire(const struct conn_table *tbl,
+			      const struct endpoint *local,
+			      const struct endpoint *remote);
+/* C's segments travel between LOCAL and REMOTE from now on (NULL: that
+ * end unchanged). The only way to change c->wire_local / wire_remote. */
+void conn_set_wire(struct conn_table *tbl, struct conn *c,
+		   const struct endpoint *local, const struct endpoint *remote);
 /* Index C by the connection id both rackds derived from its key: a
  * reconnection names its connection by it, from endpoints not yet known. */
 void conn_index_edp(struct conn_table *tbl, struct conn *c, uint64_t edp_id);

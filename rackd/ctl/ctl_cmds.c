@@ -117,6 +117,7 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "heartbeats_replayed", l->replayed);
 	put_u64(out, "addr_suspensions", l->addr_suspensions);
 	put_u64(out, "path_migrations", l->migrations);
+	put_u64(out, "move_collisions", l->move_collisions);
 	put_u64(out, "reconnects_unanswered", l->reconnects_unanswered);
 }
 
@@ -142,6 +143,7 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_refused_address", r->refused_address);
 	put_u64(out, "reconnects_refused_unproven", r->refused_unproven);
 	put_u64(out, "reconnects_paced", r->paced);
+	put_u64(out, "reconnects_refused_collision", r->refused_collision);
 	put_u64(out, "splice_updates", d->splice->updates);
 	put_u64(out, "splice_errors", d->splice->errors);
 	put_u64(out, "addresses_kept", d->local->keeps);

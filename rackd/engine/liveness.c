@@ -390,7 +390,7 @@ struct live_peer *live_move(struct rackd *d, struct conn *c, bool suspended)
 void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 {
 	char o[ADDR_STRLEN], n[ADDR_STRLEN], r[ADDR_STRLEN];
-	unsigned count;
+	unsigned count, moving = 0;
 	struct conn **batch = path_conns(p, &count);
 	struct live_peer *np = NULL;
 
@@ -400,21 +400,38 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 		 addr_format(src, n, sizeof(n)), count);
 	for (unsigned i = 0; i < count; i++) {
 		struct conn *c = batch[i];
+		struct endpoint wl = { .addr = *src, .port = c->wire_local.port };
+		struct conn *other = conn_lookup_wire(&d->conns, &wl,
+						      &c->wire_remote);
 
-		c->wire_local.addr = *src;
-		d->live->ops->moving(c);
+		/* Another connection travels there already: two cannot
+		 * share a tuple. This one stays where it is, held. */
+		if (other && other != c) {
+			conn_log(c, "cannot move: its new endpoints are "
+				    "another connection's");
+			d->live->stats.move_collisions++;
+			continue;
+		}
+		conn_set_wire(&d->conns, c, &wl, NULL);
+		batch[moving++] = c;
 	}
-	if (splice_apply(d, batch, count)) {
+	if (splice_apply(d, batch, moving)) {
 		/* Nothing sent from an address the kernel cannot map back:
 		 * the next tick tries again. */
-		for (unsigned i = 0; i < count; i++)
-			batch[i]->wire_local.addr = p->local;
+		for (unsigned i = 0; i < moving; i++) {
+			struct endpoint wl = { .addr = p->local,
+					       .port = batch[i]->wire_local.port };
+
+			conn_set_wire(&d->conns, batch[i], &wl, NULL);
+		}
 		free(batch);
 		loop_timer_arm(d->loop, &p->timer, d->cfg->retry_interval_ms);
 		return;
 	}
-	for (unsigned i = 0; i < count; i++)
+	for (unsigned i = 0; i < moving; i++) {
+		d->live->ops->moving(batch[i]);
 		np = live_move(d, batch[i], true);	/* frees p at the end */
+	}
 	free(batch);
 	d->live->stats.migrations++;
 	if (np)

@@ -65,6 +65,8 @@ struct live_stats {
 					 * outside its windows: no evidence */
 	uint64_t addr_suspensions;	/* suspended at once: address removed */
 	uint64_t migrations;		/* paths moved to a new local address */
+	uint64_t move_collisions;	/* connections that could not move:
+					 * another one travels there */
 	uint64_t reconnects_unanswered;	/* connections whose reconnections
 					 * went unanswered on a path that
 					 * answers heartbeats (logged once) */

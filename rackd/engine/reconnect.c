@@ -154,8 +154,10 @@ static void reconnect_flush(struct timer *t, void *arg)
 
 	(void)t;
 	r->naccepted = 0;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		batch[i] = r->accepted[i].c;
+		batch[i]->edp->rc_queued = false;
+	}
 	if (splice_apply(d, batch, n))
 		goto out;
 	for (unsigned i = 0; i < n; i++) {
@@ -176,6 +178,16 @@ static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
 {
 	struct reconnect_state *r = d->reconnect;
 	struct reconnect_pending *a;
+
+	/* Once per batch: the splice counts each entry it is given. The
+	 * latest counter is the one to answer. */
+	if (c->edp->rc_queued) {
+		for (unsigned i = 0; i < r->naccepted; i++)
+			if (r->accepted[i].c == c)
+				r->accepted[i].counter = counter;
+		return;
+	}
+	c->edp->rc_queued = true;
 
 	if (r->naccepted == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 64;
@@ -244,6 +256,7 @@ static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
 	struct conn_edp *e = c->edp;
 	struct endpoint wl = { .addr = p->dst, .port = p->dport };
 	struct endpoint wr = { .addr = p->src, .port = p->sport };
+	struct conn *other;
 
 	if (!e->rc_claim || loop_now() - e->rc_claim_ms > RECONNECT_CLAIM_MS ||
 	    !endpoint_equal(&wl, &e->rc_claim_local) ||
@@ -257,6 +270,13 @@ static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
 	}
 	if (m->counter <= e->hb_in) {
 		d->reconnect->stats.refused_replay++;
+		return NF_DROP;
+	}
+	/* Another connection travels there: the kernel could not tell the
+	 * two apart (its segments would be spliced into this socket). */
+	other = conn_lookup_wire(&d->conns, &wl, &wr);
+	if (other && other != c) {
+		d->reconnect->stats.refused_collision++;
 		return NF_DROP;
 	}
 	e->hb_in = m->counter;
@@ -274,8 +294,7 @@ static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
 	}
 	if (!endpoint_equal(&wl, &c->wire_local) ||
 	    !endpoint_equal(&wr, &c->wire_remote)) {
-		c->wire_local = wl;
-		c->wire_remote = wr;
+		conn_set_wire(&d->conns, c, &wl, &wr);
 		live_move(d, c, false);
 		event_moved(d, c);
 	}
@@ -392,9 +411,10 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 		       const struct endpoint *peer, bool with_port)
 {
 	struct conn **batch, **held;
+	struct endpoint *was;	/* each one's wire endpoints before */
 	struct live_peer *path = NULL;
 	struct addr src, old = c->wire_remote.addr;
-	unsigned n = 0, nheld = 0;
+	unsigned n = 0, nheld = 0, moved = 0;
 	int ret;
 
 	if (!c->host || !c->edp || !c->edp->keyed)
@@ -404,22 +424,33 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 	if (local_source(&peer->addr, &src))
 		src = c->wire_local.addr;	/* no route yet: try later */
 	batch = xcalloc(d->conns.count, sizeof(*batch));
+	was = xcalloc(2 * d->conns.count, sizeof(*was));
 	for (struct conn *o = d->conns.head; o; o = o->next)
 		if (o == c || (!with_port && o->host && o->edp &&
 			       addr_equal(&o->wire_remote.addr, &old)))
 			batch[n++] = o;
 	for (unsigned i = 0; i < n; i++) {
-		batch[i]->wire_remote.addr = peer->addr;
-		if (with_port)
-			batch[i]->wire_remote.port = peer->port;
-		batch[i]->wire_local.addr = src;
-		reconnect_begin(batch[i]);
+		struct endpoint wl = { src, batch[i]->wire_local.port };
+		struct endpoint wr = { peer->addr, with_port ? peer->port :
+				       batch[i]->wire_remote.port };
+		struct conn *other = conn_lookup_wire(&d->conns, &wl, &wr);
+
+		/* Two connections cannot share the tuple their segments
+		 * travel with: the kernel could not tell them apart. */
+		if (other && other != batch[i]) {
+			ret = -EADDRINUSE;
+			goto undo;
+		}
+		was[2 * i] = batch[i]->wire_local;
+		was[2 * i + 1] = batch[i]->wire_remote;
+		conn_set_wire(&d->conns, batch[i], &wl, &wr);
+		moved = i + 1;
 	}
 	ret = splice_apply(d, batch, n);
-	if (ret) {
-		free(batch);
-		return ret;
-	}
+	if (ret)
+		goto undo;
+	for (unsigned i = 0; i < n; i++)
+		reconnect_begin(batch[i]);
 	/* Held until the peer follows: a segment reaching it on endpoints
 	 * it has not spliced yet would draw a RST. */
 	held = xcalloc(n ? n : 1, sizeof(*held));
@@ -433,6 +464,15 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 	live_probe_now(d, path);
 	free(held);
 	free(batch);
+	free(was);
 	d->reconnect->stats.manual++;
 	return (int)n;
+undo:
+	/* Nothing moved: every connection where it was, still confirmed. */
+	for (unsigned i = 0; i < moved; i++)
+		conn_set_wire(&d->conns, batch[i], &was[2 * i],
+			      &was[2 * i + 1]);
+	free(batch);
+	free(was);
+	return ret;
 }

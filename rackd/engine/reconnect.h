@@ -62,6 +62,7 @@ struct reconnect_stats {
 	uint64_t refused_unproven;	/* a confirmation from elsewhere than
 					 * the SYN, or without a SYN */
 	uint64_t paced;			/* SYNs held back by reconnect_rate */
+	uint64_t refused_collision;	/* onto another connection's tuple */
 };
 
 /* How long the peer has to confirm a reconnection from where its SYN

@@ -79,7 +79,12 @@ static void take_keypair(struct rackd *d, struct conn *c)
 
 void setup_begin(struct rackd *d, struct conn *c)
 {
-	struct conn_edp *e = xcalloc(1, sizeof(*e));
+	struct conn_edp *e;
+
+	/* A set-up afresh (adoption after an abort): the old keys go first,
+	 * wiped, and out of the id index. */
+	setup_free(d, c);
+	e = xcalloc(1, sizeof(*e));
 
 	c->edp = e;
 	c->peer = PEER_RACKS;

@@ -50,6 +50,9 @@ static void track_expire(struct timer *t, void *arg)
 		hold_abort(d, c);
 		live_detach(d, c);
 		c->migration = MIG_NONE;
+		/* Reset on purpose: its keys go, as a released one's do. */
+		setup_free(d, c);
+		c->peer = PEER_NONE;
 		return;
 	}
 	if (c->hold) {
@@ -458,7 +461,9 @@ static void track_inbound_held(struct rackd *d, struct queue *q,
 static void pass_on(struct rackd *d, struct queue *q,
 		    const struct queue_packet *qp, bool outbound)
 {
-	if (outbound)
+	/* Marked already, it came back past every rule that lets marked
+	 * segments by and met one that does not: never round again. */
+	if (outbound || qp->mark == d->cfg->mark)
 		queue_verdict(q, qp->id, NF_ACCEPT);
 	else
 		queue_verdict_repeat(q, qp->id, d->cfg->mark);

@@ -369,6 +369,32 @@ TEST(test_confirmation_from_elsewhere_refused)
 	teardown();
 }
 
+/* Two connections can never share the tuple their segments travel with:
+ * the kernel could not tell them apart. */
+TEST(test_confirmation_onto_another_connections_tuple_refused)
+{
+	struct conn *c = setup();
+	struct conn *other = fake_conn(&d, "10.0.0.1:22", "10.0.7.2:61000",
+				       false);
+
+	deliver_syn(c, EDP_RECONNECT, 3, c->edp->conn_id, "10.0.7.2:61000",
+		    "10.0.0.1:22");
+	deliver(c, EDP_RECONNECT_CONFIRM, 4, "10.0.7.2:61000", "10.0.0.1:22");
+	CHECK_EQ_INT(d.reconnect->stats.refused_collision, 1);
+	CHECK_EQ_INT(d.reconnect->stats.accepted, 0);
+	CHECK_EQ_INT(c->wire_remote.port, 40000);
+	fake_advance(1);
+	CHECK_EQ_INT(spliced, 0);
+	/* Once the other one is gone, the same claim goes through. */
+	free(other->edp);
+	conn_remove(&d.conns, other);
+	deliver(c, EDP_RECONNECT_CONFIRM, 5, "10.0.7.2:61000", "10.0.0.1:22");
+	CHECK_EQ_INT(d.reconnect->stats.accepted, 1);
+	CHECK(conn_lookup_wire(&d.conns, &c->wire_local, &c->wire_remote) ==
+	      c);
+	teardown();
+}
+
 TEST(test_retried_syn_keeps_its_challenge)
 {
 	struct conn *c = setup();
@@ -637,11 +663,40 @@ TEST(test_manual_peer_moves_and_holds)
 	teardown();
 }
 
+/* "rackctl peer" that nft refuses, or that would put a connection onto
+ * another's tuple: nothing moved, nothing unconfirmed. */
+TEST(test_manual_peer_undone_when_refused)
+{
+	struct conn *c = setup();
+	struct conn *other = fake_conn(&d, "10.0.9.1:22", "10.0.8.2:40000",
+				       false);
+	struct endpoint peer, was_l = c->wire_local, was_r = c->wire_remote;
+	bool port;
+
+	CHECK(endpoint_parse("10.0.8.2:40000", &peer, &port) == 0);
+	/* local_source() says 10.0.9.1: exactly OTHER's tuple. */
+	CHECK_EQ_INT(reconnect_set_peer(&d, c, &peer, true), -EADDRINUSE);
+	CHECK(endpoint_equal(&c->wire_local, &was_l));
+	CHECK(endpoint_equal(&c->wire_remote, &was_r));
+	CHECK(c->confirmed);
+	free(other->edp);
+	conn_remove(&d.conns, other);
+	splice_err = EIO;
+	CHECK_EQ_INT(reconnect_set_peer(&d, c, &peer, true), -EIO);
+	CHECK(endpoint_equal(&c->wire_local, &was_l));
+	CHECK(endpoint_equal(&c->wire_remote, &was_r));
+	CHECK(c->confirmed);
+	CHECK_EQ_INT(held, 0);
+	CHECK(conn_lookup_wire(&d.conns, &was_l, &was_r) == c);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	UNIT(test_registers_reconnections),
 	UNIT(test_syn_answered_with_a_challenge_only),
 	UNIT(test_confirmed_from_the_syns_source_is_followed),
 	UNIT(test_confirmation_from_elsewhere_refused),
+	UNIT(test_confirmation_onto_another_connections_tuple_refused),
 	UNIT(test_retried_syn_keeps_its_challenge),
 	UNIT(test_refused),
 	UNIT(test_syn_reconnection_malformed_or_unknown),
@@ -653,6 +708,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_synack_without_a_challenge_is_not_answered),
 	UNIT(test_reconnections_paced_and_spaced),
 	UNIT(test_manual_peer_moves_and_holds),
+	UNIT(test_manual_peer_undone_when_refused),
 };
 
 UNIT_MAIN("reconnect", tests)
