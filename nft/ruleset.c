@@ -300,9 +300,13 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	 * a held socket's segment that got by would reach a peer that has
 	 * not followed a move yet, whose kernel answers with a RST. */
 	fprintf(f, "\tchain divert_strict {\n");
+	/* The xt rule comes in a second transaction, before the drop that
+	 * stands in for it meanwhile: strict from the first moment. */
 	if (native_queue)
 		fprintf(f, "\t\tcounter queue num %u\n",
 			config_strict_queue(cfg));
+	else
+		fprintf(f, "\t\tdrop\n");
 	fprintf(f, "\t}\n");
 	syn_chain(f, cfg, "syn_out", "daddr");
 	syn_chain(f, cfg, "syn_in", "saddr");
@@ -395,8 +399,8 @@ static int install_xt(const struct config *cfg, const char *state, char *err,
 	 * which is exactly the bypass behaviour, never a blackhole. */
 	ret = xt_queue_add_rule(RULESET_TABLE, "divert", cfg->queue_num, true);
 	if (ret == 0)
-		ret = xt_queue_add_rule(RULESET_TABLE, "divert_strict",
-					config_strict_queue(cfg), false);
+		ret = xt_queue_insert_rule(RULESET_TABLE, "divert_strict",
+					   config_strict_queue(cfg), false);
 	if (ret) {
 		snprintf(err, errlen, "adding the xt NFQUEUE rule: %s",
 			 strerror(-ret));

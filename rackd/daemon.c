@@ -131,6 +131,7 @@ static int reload(struct rackd *d, char *err, size_t errlen)
 	d->cfg = cfg;
 	d->queue_mode = used;
 	inject_set_mark(d->inject, cfg->mark, config_unspliced_mark(cfg));
+	reconnect_configure(d);
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");

@@ -173,9 +173,12 @@ def test_restart_without_state_file_adopts_again(topo, family, down):
     """B's rackd restarts without its state file: it no longer knows the
     connection A manages; its scan adopts it, A (which still holds the
     old key) agrees, since B names exactly its sequence numbers, and the
-    connection, managed with a new key, survives a cut with a move. With
-    B's rackd down longer than suspend_after, A has suspended the
-    connection meanwhile: B's ADOPT resumes it first."""
+    connection, managed with a new key, survives a cut with a move. An
+    ADOPT never releases a keyed connection by itself: A first asks B with
+    a heartbeat under the old key, and adopts again only once that goes
+    unanswered. With B's rackd down longer than suspend_after, A has
+    suspended the connection meanwhile: B's segments, which A's socket
+    takes, resume it first (an ADOPT never resumes anything)."""
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)
     size = 24 * MB
@@ -197,6 +200,8 @@ def test_restart_without_state_file_adopts_again(topo, family, down):
     assert mine["key_fingerprint"] == theirs["key_fingerprint"] != \
         before["key_fingerprint"]
     assert ra.status()["adopt_readopted"] == 1
+    # It asked B under the old key first, and B could not answer.
+    assert ra.status()["adopt_readopt_asked"] >= 1
     time.sleep(1)
     cut_move_restore(topo, ra, rb, family, server, client, size)
 

@@ -494,8 +494,10 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 					  ret ? strerror(-ret) : "found",
 					  pr.state);
 			}
+			/* Not ours: on as any segment (a container behind a
+			 * port forward may have the socket). */
 			d->edp.unknown_conn++;
-			return NF_DROP;
+			return NF_ACCEPT;
 		}
 		c = adopt_new(d, &local, &remote, UNMANAGED_HANDSHAKE_UNSEEN);
 		if (!c)

@@ -324,9 +324,14 @@ static bool worth_checking(struct rackd *d, struct conn *c,
 
 /* Set-up messages once set-up is over are late copies, which their
  * handler only counts (or, for a CONFIRM under the key, answers once
- * more): where they sit changes nothing. */
+ * more): where they sit changes nothing. A reconnection's confirmation
+ * needs no check of its numbers either: its handler takes it only from
+ * where a reconnection SYN came and with a MAC over that SYN's fresh
+ * challenge, both cheaper and stronger than a question to the kernel. */
 static bool needs_seq_check(const struct conn *c, const struct edp_msg *m)
 {
+	if (m->type == EDP_RECONNECT_CONFIRM)
+		return false;
 	return edp_type_numbered(m->type) || c->state == CONN_HANDSHAKE ||
 	       c->state == CONN_SETUP;
 }

@@ -247,7 +247,8 @@ void hold_finish(struct rackd *d, struct conn *c)
  * must guess where its sequence numbers are to make this one, as for any
  * segment that moves a TCP socket (RFC 5961).
  */
-static bool hold_acceptable(struct conn *c, const struct packet *p)
+static bool hold_acceptable(struct rackd *d, struct conn *c,
+			    const struct packet *p)
 {
 	struct conn_hold *h = c->hold;
 	struct conn_negotiated n;
@@ -256,7 +257,9 @@ static bool hold_acceptable(struct conn *c, const struct packet *p)
 	if ((p->flags & (TCP_FLAG_SYN | TCP_FLAG_RST)) ||
 	    !(p->flags & TCP_FLAG_ACK))
 		return false;
-	if (!h->known)
+	/* Unknown (the socket could not be read when held): asking again
+	 * costs, and anyone can send the segment that makes us ask. */
+	if (!h->known && rackd_unauth_query(d))
 		hold_read_progress(c);
 	if (!h->known)
 		return false;
@@ -276,7 +279,7 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 {
 	struct conn_hold *h = c->hold;
 
-	if (!hold_acceptable(c, p)) {
+	if (!hold_acceptable(d, c, p)) {
 		/* The socket decides about it as about any segment; nothing
 		 * here changes. Its window is closed all the same. */
 		d->live->stats.hold_unacceptable++;

@@ -24,9 +24,14 @@ static void reconnect_flush(struct timer *t, void *arg);
 
 void reconnect_init(struct rackd *d)
 {
+	timer_init(&d->reconnect->flush, reconnect_flush, d);
+	reconnect_configure(d);
+}
+
+void reconnect_configure(struct rackd *d)
+{
 	uint32_t rate = d->cfg->reconnect_rate;
 
-	timer_init(&d->reconnect->flush, reconnect_flush, d);
 	/* A fifth of a second's worth at once: the liveness tick's. */
 	ratelimit_init(&d->reconnect->pace, rate, rate / 5 ? rate / 5 : 1);
 }
@@ -317,13 +322,17 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 		d->reconnect->stats.refused_replay++;
 		return NF_DROP;
 	}
+	/* Without a challenge (a rackd before it): nothing to prove where
+	 * we are, so nothing taken from it. */
+	if (synack && !synack->has_challenge) {
+		d->reconnect->stats.refused_other++;
+		return NF_DROP;
+	}
 	e->hb_acked = counter;
 	d->reconnect->stats.acks_in++;
 	if (synack) {
 		if (rcsyn_send_confirm(d, c, synack) == 0)
 			d->reconnect->stats.acks_out++;
-		else
-			d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
 	if (counter > e->rc_base && !c->confirmed) {

@@ -90,6 +90,8 @@ struct reconnect_state {
 struct rackd;
 
 void reconnect_init(struct rackd *d);
+/* The configuration changed (reload): its reconnect_rate from now on. */
+void reconnect_configure(struct rackd *d);
 void reconnect_free(struct rackd *d);
 /* C's wire endpoints changed: unconfirmed until the peer answers a
  * reconnection sent from now on. */

@@ -249,8 +249,11 @@ static bool syn_replaces(struct rackd *d, struct conn *c, bool outbound)
 	if (!rackd_unauth_query(d))
 		return false;
 	state = sockdiag_state(&c->local, &c->remote);
-	return state == -ENOENT || state == TCP_STATE_TIME_WAIT ||
-	       state == TCP_STATE_CLOSE;
+	if (state == -ENOENT || state == TCP_STATE_TIME_WAIT ||
+	    state == TCP_STATE_CLOSE)
+		return true;
+	d->stats.syn_live_socket++;
+	return false;
 }
 
 /* Released as plain: WHY is kept unless an earlier cause was found. */
@@ -303,7 +306,6 @@ static void track_syn(struct rackd *d, struct queue *q,
 		}
 	} else if (c && !syn_replaces(d, c, outbound)) {
 		/* The kernel's business alone: nothing here changes. */
-		d->stats.syn_live_socket++;
 		if (p->opt.racks_len)
 			verdict_stripped(d, q, qp, p);
 		else
