@@ -56,6 +56,7 @@ enum conn_dir {
 struct conn_end {
 	bool seen;		/* its SYN / SYN-ACK was seen */
 	uint32_t isn;
+	uint16_t paylen;	/* data it carried (TCP Fast Open) */
 	bool has_mss, has_wscale, sack_permitted, has_timestamp;
 	uint16_t mss;
 	uint8_t wscale;

@@ -69,6 +69,8 @@ static void conn_end_set(struct conn_end *e, const struct packet *p)
 {
 	e->seen = true;
 	e->isn = p->seq;
+	e->paylen = p->payload_len > UINT16_MAX ? UINT16_MAX
+						: (uint16_t)p->payload_len;
 	e->has_mss = p->opt.has_mss;
 	e->mss = p->opt.mss;
 	e->has_wscale = p->opt.has_wscale;
@@ -361,6 +363,13 @@ accept:
 }
 
 
+/* Whether SYN-ACK P acknowledges the SYN E: its SYN, and with TCP Fast
+ * Open some or all of the data the SYN carried. */
+static bool acks_syn(const struct conn_end *e, const struct packet *p)
+{
+	return p->ack - (e->isn + 1) <= e->paylen;
+}
+
 static void track_synack(struct rackd *d, struct queue *q,
 			 const struct queue_packet *qp, const struct packet *p,
 			 bool outbound)
@@ -372,7 +381,7 @@ static void track_synack(struct rackd *d, struct queue *q,
 	 * anything else answers no SYN we saw (the kernel resets or ignores
 	 * it) and must not change what we know of the connection. */
 	if (!c || c->dir != (outbound ? CONN_INCOMING : CONN_OUTGOING) ||
-	    p->ack != syn_end(c)->isn + 1) {
+	    !acks_syn(syn_end(c), p)) {
 		d->stats.synack_unmatched++;
 		if (!outbound && p->opt.racks_len)
 			verdict_stripped(d, q, qp, p);
