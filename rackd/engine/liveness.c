@@ -31,8 +31,9 @@
 #define LIVE_FAST_RETRY_MS 50
 #define LIVE_FAST_RETRIES 4
 /* Reconnections unanswered on a path that answers heartbeats are logged
- * once when this many went out over at least this long. */
-#define LIVE_UNANSWERED_MIN 10
+ * once when this many went out over at least this long (retries space
+ * out: 200, 400, 800 ms, ..., so four take 1.4 s). */
+#define LIVE_UNANSWERED_MIN 4
 #define LIVE_UNANSWERED_MS 2000
 
 static bool path_link_usable(struct rackd *d, const struct live_peer *p);
