@@ -50,6 +50,7 @@ RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c \
 # that tests include one at a time.
 UNIT_LIB_SRC := rackd/io/packet.c rackd/io/csum.c rackd/core/config.c \
 	rackd/io/timer.c rackd/io/log.c rackd/io/rewrite.c rackd/core/conn.c \
+	rackd/core/halfopen.c \
 	rackd/core/event.c rackd/core/rackd.c tests/unit/unit.c \
 	tests/unit/fake.c $(EDP_SRC) $(COMMON_SRC)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\

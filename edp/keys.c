@@ -71,6 +71,34 @@ void edp_mac_counter(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 			   EDP_SECRET_LEN);
 }
 
+void edp_mac_challenge(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
+		       uint32_t counter, const uint8_t *challenge,
+		       const struct edp_transcript *t, uint8_t mac[EDP_MAC_LEN])
+{
+	uint8_t msg[1 + 4 + EDP_CHALLENGE_LEN + 2 * EDP_KEY_LEN + 8];
+
+	msg[0] = (uint8_t)role;
+	put_be32(msg + 1, counter);
+	memcpy(msg + 5, challenge, EDP_CHALLENGE_LEN);
+	transcript_bytes(t, msg + 5 + EDP_CHALLENGE_LEN);
+	crypto_generichash(mac, EDP_MAC_LEN, msg, sizeof(msg), key,
+			   EDP_SECRET_LEN);
+}
+
+int edp_mac_challenge_verify(const uint8_t key[EDP_SECRET_LEN],
+			     enum edp_role role, uint32_t counter,
+			     const uint8_t *challenge,
+			     const struct edp_transcript *t, const uint8_t *mac)
+{
+	uint8_t want[EDP_MAC_LEN];
+	int ok;
+
+	edp_mac_challenge(key, role, counter, challenge, t, want);
+	ok = sodium_memcmp(want, mac, EDP_MAC_LEN) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok ? 0 : -EBADMSG;
+}
+
 void edp_mac(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 	     const struct edp_transcript *t, uint8_t mac[EDP_MAC_LEN])
 {

@@ -54,7 +54,14 @@ enum edp_role {
 	EDP_ROLE_SERVER_AWAY = 13,
 	EDP_ROLE_CLIENT_AWAY_ACK = 14,
 	EDP_ROLE_SERVER_AWAY_ACK = 15,
+	/* 16, 17: type 12 (ADOPT) carries no MAC. Reconnection confirmations,
+	 * by sender, over the challenge they answer. */
+	EDP_ROLE_CLIENT_RECONNECT_CONFIRM = 18,
+	EDP_ROLE_SERVER_RECONNECT_CONFIRM = 19,
 };
+
+/* The random challenge a reconnection's SYN-ACK carries (rcsyn.h). */
+#define EDP_CHALLENGE_LEN 16
 
 void edp_keypair_new(struct edp_keypair *kp);
 void edp_keypair_wipe(struct edp_keypair *kp);
@@ -71,6 +78,15 @@ void edp_mac_counter(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 int edp_mac_counter_verify(const uint8_t key[EDP_SECRET_LEN],
 			   enum edp_role role, uint32_t counter,
 			   const struct edp_transcript *t, const uint8_t *mac);
+/* The MAC of a reconnection's confirmation: COUNTER and the CHALLENGE
+ * (EDP_CHALLENGE_LEN bytes) it answers are covered too. */
+void edp_mac_challenge(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
+		       uint32_t counter, const uint8_t *challenge,
+		       const struct edp_transcript *t, uint8_t mac[EDP_MAC_LEN]);
+int edp_mac_challenge_verify(const uint8_t key[EDP_SECRET_LEN],
+			     enum edp_role role, uint32_t counter,
+			     const uint8_t *challenge,
+			     const struct edp_transcript *t, const uint8_t *mac);
 /* Constant-time check of a received MAC. */
 int edp_mac_verify(const uint8_t key[EDP_SECRET_LEN], enum edp_role role,
 		   const struct edp_transcript *t, const uint8_t *mac);

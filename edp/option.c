@@ -23,6 +23,7 @@ static size_t body_len(uint8_t type)
 	case EDP_RECONNECT_ACK:
 	case EDP_AWAY:
 	case EDP_AWAY_ACK:
+	case EDP_RECONNECT_CONFIRM:
 		return 8 + 4 + EDP_MAC_LEN;
 	case EDP_ADOPT:
 		/* Seven reserved bytes (zero): the segment's data offset must
@@ -183,6 +184,7 @@ const char *edp_type_name(uint8_t type)
 		[EDP_RECONNECT_ACK] = "reconnect_ack",
 		[EDP_AWAY] = "away", [EDP_AWAY_ACK] = "away_ack",
 		[EDP_ADOPT] = "adopt",
+		[EDP_RECONNECT_CONFIRM] = "reconnect_confirm",
 	};
 
 	return type < EDP_TYPE_MAX && names[type] ? names[type] : "unknown";

@@ -20,6 +20,7 @@
  *  11 AWAY_ACK     conn id (8), counter (4), MAC (16)   33
  *  12 ADOPT        x_own (4), x_peer (4), flags (1),
  *                  reserved (7: sent as zero, ignored)   21
+ *  13 RECONNECT_CONFIRM conn id (8), counter (4), MAC (16)  33
  *
  * ADOPT starts the late set-up of a connection whose handshake did not
  * carry racks (adopt.h): x_own is the sequence number of the first byte
@@ -31,7 +32,7 @@
  * (rackckpt): the receiver holds its socket until a RECONNECT arrives
  * from wherever that end is restored.
  *
- * Types 6 to 11 are "numbered": they are sent after set-up, possibly on a
+ * Types 6 to 11 and 13 are "numbered": they are sent after set-up, possibly on a
  * flow whose addresses the receiver does not know yet (the sender moved),
  * so they name their connection by the id both ends derived from its key;
  * the counter only grows (replays are refused) and the MAC under the key
@@ -50,8 +51,18 @@
  *
  *   SYN:     seq = snd_una - 1 - 36 | MSS | NOP WS | SACKPERM TS |
  *            254 5 0x7261 0x18 NOP NOP NOP | RECONNECT option (36)
- *   SYN-ACK: seq = its snd_una - 1 - 36, ack = the SYN's end | same
- *            options, marker 0x19 | RECONNECT_ACK option (36)
+ *   SYN-ACK: seq = its snd_una - 1 - 52, ack = the SYN's end | same
+ *            options, marker 0x19 | RECONNECT_ACK option (36),
+ *            challenge (16 random bytes)
+ *   ACK:     seq = the SYN's end, ack = the SYN-ACK's end |
+ *            RECONNECT_CONFIRM option (33, MAC over the challenge too)
+ *
+ * The SYN-ACK goes to the address the SYN came from, and only the third
+ * segment, from there and proving that it read the challenge, lets the
+ * receiver of the SYN follow its sender there (rcsyn.h, reconnect.h):
+ * the key's holder cannot move a connection onto someone else's address
+ * and port. The receiver then answers with a zero-length RECONNECT_ACK
+ * of the confirmation's counter, and only that resumes the sender.
  *
  * ExID 0x7261 ("ra") is not TCP Fast Open's 0xF989, which Linux would
  * read as a TFO cookie. Every option is padded with NOPs to a multiple
@@ -97,6 +108,7 @@ enum edp_type {
 	EDP_AWAY = 10,
 	EDP_AWAY_ACK = 11,
 	EDP_ADOPT = 12,	/* bytes that carry meaning: EDP_ADOPT_USED */
+	EDP_RECONNECT_CONFIRM = 13,
 	EDP_TYPE_MAX
 };
 
@@ -123,10 +135,11 @@ struct edp_msg {
 
 #define EDP_ADOPT_AGREED 0x01
 
-/* Heartbeats and reconnections: conn id, counter and MAC. */
+/* Heartbeats, reconnections, migrations: conn id, counter and MAC. */
 static inline int edp_type_numbered(uint8_t type)
 {
-	return type >= EDP_HEARTBEAT && type <= EDP_AWAY_ACK;
+	return (type >= EDP_HEARTBEAT && type <= EDP_AWAY_ACK) ||
+	       type == EDP_RECONNECT_CONFIRM;
 }
 
 /* Parse the option of LEN bytes at OPT (kind and length included). */

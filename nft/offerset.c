@@ -16,3 +16,11 @@ int offerset_add(struct flowset *offers, const struct endpoint *local,
 	return flowset_update(offers, OFFERSET_NAME, &flow, 1,
 			      OFFERSET_TIMEOUT_MS, true);
 }
+
+int offerset_remove(struct flowset *offers, const struct endpoint *local,
+		    const struct endpoint *remote)
+{
+	struct flowset_flow flow = { *local, *remote };
+
+	return flowset_update(offers, OFFERSET_NAME, &flow, 1, 0, false);
+}

@@ -27,6 +27,11 @@
 int offerset_add(struct flowset *offers, const struct endpoint *local,
 		 const struct endpoint *remote);
 
+/* Stop diverting that SYN-ACK (its entry had to go); 0, or -errno
+ * (-ENOENT: the element expired already). */
+int offerset_remove(struct flowset *offers, const struct endpoint *local,
+		    const struct endpoint *remote);
+
 /* The set declarations, for the ruleset script. */
 void offerset_declare(FILE *f);
 

@@ -119,9 +119,9 @@ static void handshake_chains(FILE *f, const struct config *cfg)
 		fprintf(f, "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst | "
 			   "ack) == syn meta mark != 0x%08x jump syn_in\n"
 			   "\t\tip%s dscp 0x%02x tcp flags & (fin | syn | rst) "
-			   "== fin jump probe_in\n", v6 ? "6" : "",
-			EDP_PROBE_DSCP, cfg->mark, v6 ? "6" : "",
-			EDP_PROBE_DSCP);
+			   "== fin meta mark != 0x%08x jump probe_in\n",
+			v6 ? "6" : "", EDP_PROBE_DSCP, cfg->mark,
+			v6 ? "6" : "", EDP_PROBE_DSCP, cfg->mark);
 	fprintf(f, "\t}\n");
 }
 
@@ -131,9 +131,10 @@ static void held_rules(FILE *f, const struct config *cfg, const char *chain,
 		       const char *local, const char *remote)
 {
 	for (int v6 = 0; v6 < 2; v6++)
-		fprintf(f, ADD_RULE "%s meta mark != 0x%08x ip%s %saddr . "
-			   "tcp %sport . ip%s %saddr . tcp %sport @held%c goto "
-			   "divert\n", chain, cfg->mark, v6 ? "6" : "", local,
+		fprintf(f, ADD_RULE "%s meta mark != { 0x%08x, 0x%08x } ip%s "
+			   "%saddr . tcp %sport . ip%s %saddr . tcp %sport "
+			   "@held%c goto divert_strict\n", chain, cfg->mark,
+			config_unspliced_mark(cfg), v6 ? "6" : "", local,
 			local, v6 ? "6" : "", remote, remote,
 			v6 ? '6' : '4');
 }
@@ -156,12 +157,13 @@ static void reconnect_rules(FILE *f, const struct config *cfg)
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp doff %d @th,%d,32 0x%08x meta mark != 0x%08x "
 		   "meta iiftype != loopback fib daddr type local goto "
-		   "divert\n", EDP_RCSYN_DOFF,
+		   "divert_strict\n", EDP_RCSYN_DOFF,
 		EDP_RCSYN_DOFF * 32, EDP_RCSYN_MAGIC, cfg->mark);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "== syn tcp option @%d,8,32 { 0x%02x%04x%02x, 0x%02x%04x%02x }"
 		   " meta mark != 0x%08x meta iiftype != loopback fib daddr type "
-		   "local goto divert\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN, EDP_EXID,
+		   "local goto divert_strict\n", EDP_OPT_KIND, EDP_OPT_HDR_LEN,
+		EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT, EDP_OPT_HDR_LEN, EDP_EXID,
 		EDP_VERSION << 4 | EDP_RECONNECT_ACK, cfg->mark);
 }
@@ -198,8 +200,8 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 {
 	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
 	fprintf(f, ADD_RULE "output tcp flags & (fin | syn | rst) == syn meta "
-		   "mark != 0x%08x meta oiftype != loopback jump output_syn\n",
-		cfg->mark);
+		   "mark != { 0x%08x, 0x%08x } meta oiftype != loopback jump "
+		   "output_syn\n", cfg->mark, config_unspliced_mark(cfg));
 	if (held)
 		held_rules(f, cfg, "output", "s", "d");
 	if (adopting)
@@ -208,19 +210,22 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
 		RULESET_PREROUTING);
 	/* A racks message has a data offset of 11 (44 bytes) or more; an
-	 * ordinary segment, with timestamps, has 8: the cheap test first. */
+	 * ordinary segment, with timestamps, has 8: the cheap test first.
+	 * Only those addressed to this host: a rackd on a router or a
+	 * container host leaves the messages of the hosts behind it alone. */
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & syn == 0 tcp doff "
 		   "> 10 tcp option @%d,16,16 0x%04x meta mark != 0x%08x meta "
-		   "iiftype != loopback goto divert\n", EDP_OPT_KIND, EDP_EXID,
-		cfg->mark);
+		   "iiftype != loopback fib daddr type local goto divert_strict\n",
+		EDP_OPT_KIND, EDP_EXID, cfg->mark);
 	reconnect_rules(f, cfg);
-	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
+	splicemap_rules(f, RULESET_PREROUTING, false, spliced, 0);
 	fprintf(f, ADD_RULE RULESET_PREROUTING " tcp flags & (fin | syn | rst) "
 		   "!= 0 meta iiftype != loopback fib daddr type local jump "
 		   "input_ctl\n");
 	if (held)
 		held_rules(f, cfg, RULESET_PREROUTING, "d", "s");
-	splicemap_rules(f, "splice_out", true, spliced);
+	splicemap_rules(f, "splice_out", true, spliced,
+			config_unspliced_mark(cfg));
 }
 
 /*
@@ -240,8 +245,8 @@ void ruleset_unserved_write(FILE *f, bool spliced)
 	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
 	fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY, RULESET_TABLE,
 		RULESET_PREROUTING);
-	splicemap_rules(f, RULESET_PREROUTING, false, spliced);
-	splicemap_rules(f, "splice_out", true, spliced);
+	splicemap_rules(f, RULESET_PREROUTING, false, spliced, 0);
+	splicemap_rules(f, "splice_out", true, spliced, 0);
 }
 
 /* Probes are answered on the server ports rackd considers. */
@@ -289,6 +294,19 @@ char *ruleset_script(const struct config *cfg, bool native_queue)
 	fprintf(f, "\tchain divert {\n");
 	if (native_queue)
 		fprintf(f, "\t\tcounter queue num %u bypass\n", cfg->queue_num);
+	fprintf(f, "\t}\n");
+	/* racks' messages and the segments of held connections: never past
+	 * rackd, even when its queue is full or nobody reads it (daemon.c):
+	 * a held socket's segment that got by would reach a peer that has
+	 * not followed a move yet, whose kernel answers with a RST. */
+	fprintf(f, "\tchain divert_strict {\n");
+	/* The xt rule comes in a second transaction, before the drop that
+	 * stands in for it meanwhile: strict from the first moment. */
+	if (native_queue)
+		fprintf(f, "\t\tcounter queue num %u\n",
+			config_strict_queue(cfg));
+	else
+		fprintf(f, "\t\tdrop\n");
 	fprintf(f, "\t}\n");
 	syn_chain(f, cfg, "syn_out", "daddr");
 	syn_chain(f, cfg, "syn_in", "saddr");
@@ -380,6 +398,9 @@ static int install_xt(const struct config *cfg, const char *state, char *err,
 	/* Second transaction: until it commits the table diverts nothing,
 	 * which is exactly the bypass behaviour, never a blackhole. */
 	ret = xt_queue_add_rule(RULESET_TABLE, "divert", cfg->queue_num, true);
+	if (ret == 0)
+		ret = xt_queue_insert_rule(RULESET_TABLE, "divert_strict",
+					   config_strict_queue(cfg), false);
 	if (ret) {
 		snprintf(err, errlen, "adding the xt NFQUEUE rule: %s",
 			 strerror(-ret));

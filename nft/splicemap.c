@@ -62,7 +62,8 @@ void splicemap_chains(FILE *f)
 		   SPLICE_OUT_PRIORITY "; policy accept;\n\t}\n");
 }
 
-void splicemap_rules(FILE *f, const char *chain, bool out, bool add)
+void splicemap_rules(FILE *f, const char *chain, bool out, bool add,
+		     uint32_t pass_mark)
 {
 	if (out)
 		fprintf(f, "flush chain %s %s %s\n", RULESET_FAMILY,
@@ -70,6 +71,8 @@ void splicemap_rules(FILE *f, const char *chain, bool out, bool add)
 	for (int v6 = 0; add && v6 < 2; v6++) {
 		fprintf(f, "add rule %s %s %s", RULESET_FAMILY, RULESET_TABLE,
 			chain);
+		if (pass_mark)
+			fprintf(f, " meta mark != 0x%08x", pass_mark);
 		rule(f, out ? 0 : 1, v6);
 	}
 }

@@ -23,6 +23,7 @@
 #define RACKS_NFT_SPLICEMAP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "addr.h"
@@ -45,9 +46,11 @@ void splicemap_chains(FILE *f);
  * since their first lookup would otherwise cost every TCP segment of the
  * host (measured: about 0.8 us per round trip on veth). The chains are
  * flushed, never deleted: unregistering a hook makes the kernel drop every
- * packet waiting in the queue.
+ * packet waiting in the queue. PASS_MARK (0: none) is the mark of the
+ * segments rackd sends past its splices, which no rule rewrites.
  */
-void splicemap_rules(FILE *f, const char *chain, bool out, bool add);
+void splicemap_rules(FILE *f, const char *chain, bool out, bool add,
+		     uint32_t pass_mark);
 /* Append the commands deleting (ADD false) or adding entry E. */
 void splicemap_write(FILE *f, const struct splicemap_entry *e, bool add);
 

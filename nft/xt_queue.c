@@ -42,8 +42,9 @@ static struct nftnl_rule *xt_queue_rule(const char *table, const char *chain,
 	return r;
 }
 
-int xt_queue_add_rule(const char *table, const char *chain, uint16_t num,
-		      bool bypass)
+/* Append (or, FIRST, insert before every rule of CHAIN) the rule. */
+static int add(const char *table, const char *chain, uint16_t num,
+	       bool bypass, bool first)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE * 2];
 	struct mnl_socket *nl = NULL;
@@ -60,8 +61,8 @@ int xt_queue_add_rule(const char *table, const char *chain, uint16_t num,
 	rule_seq = seq;
 	nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(batch),
 					 NFT_MSG_NEWRULE, NFPROTO_INET,
-					 NLM_F_APPEND | NLM_F_CREATE | NLM_F_ACK,
-					 seq++);
+					 (first ? 0 : NLM_F_APPEND) |
+					 NLM_F_CREATE | NLM_F_ACK, seq++);
 	nftnl_rule_nlmsg_build_payload(nlh, r);
 	mnl_nlmsg_batch_next(batch);
 	nftnl_batch_end(mnl_nlmsg_batch_current(batch), seq++);
@@ -92,4 +93,16 @@ out:
 	mnl_nlmsg_batch_stop(batch);
 	nftnl_rule_free(r);
 	return ret;
+}
+
+int xt_queue_add_rule(const char *table, const char *chain, uint16_t num,
+		      bool bypass)
+{
+	return add(table, chain, num, bypass, false);
+}
+
+int xt_queue_insert_rule(const char *table, const char *chain, uint16_t num,
+			 bool bypass)
+{
+	return add(table, chain, num, bypass, true);
 }

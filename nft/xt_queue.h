@@ -16,5 +16,9 @@
  * without it the packet is dropped (a test middlebox fails closed). */
 int xt_queue_add_rule(const char *table, const char *chain, uint16_t num,
 		      bool bypass);
+/* The same rule before every rule CHAIN has (a placeholder that stood
+ * in for it). */
+int xt_queue_insert_rule(const char *table, const char *chain, uint16_t num,
+			 bool bypass);
 
 #endif

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "loop.h"
 #include "adopt.h"
+#include "answer.h"
 #include "notify.h"
 #include "offerset.h"
 #include "queue.h"
@@ -129,7 +130,8 @@ static int reload(struct rackd *d, char *err, size_t errlen)
 	config_free(d->cfg);
 	d->cfg = cfg;
 	d->queue_mode = used;
-	inject_set_mark(d->inject, cfg->mark);
+	inject_set_mark(d->inject, cfg->mark, config_unspliced_mark(cfg));
+	reconnect_configure(d);
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
@@ -176,6 +178,29 @@ static void on_queue(void *arg, uint32_t events)
 
 	(void)events;
 	queue_process(d->queue);
+}
+
+static void on_strict_queue(void *arg, uint32_t events)
+{
+	struct rackd *d = arg;
+
+	(void)events;
+	queue_process(d->strict_queue);
+}
+
+static void open_queue(struct rackd *d, struct queue **q, uint16_t num,
+		       bool fail_open)
+{
+	int ret = queue_open(q, num, d->cfg->queue_maxlen, fail_open,
+			     track_packet, d);
+
+	if (ret) {
+		ctl_close(d->ctl);
+		fatalx(1, "binding NFQUEUE %u: %s%s", num, strerror(-ret),
+		       ret == -EBUSY ? " (another program owns this queue)" : "");
+	}
+	loop_add(d->loop, queue_fd(*q), EPOLLIN,
+		 fail_open ? on_queue : on_strict_queue, d);
 }
 
 static void on_rtnl(void *arg, uint32_t events)
@@ -254,17 +279,22 @@ void daemon_start(struct rackd *d)
 		fatalx(1, "control socket %s: %s", d->sock_path,
 		       strerror(-ret));
 
-	ret = queue_open(&d->queue, d->cfg->queue_num, d->cfg->queue_maxlen,
-			 track_packet, d);
-	if (ret) {
-		ctl_close(d->ctl);
-		fatalx(1, "binding NFQUEUE %u: %s%s", d->cfg->queue_num,
-		       strerror(-ret),
-		       ret == -EBUSY ? " (another program owns this queue)" : "");
-	}
-	loop_add(d->loop, queue_fd(d->queue), EPOLLIN, on_queue, d);
+	/*
+	 * Two queues. The handshakes and probe segments fail open when
+	 * rackd falls behind: a busy rackd must never blackhole a host's
+	 * connections, and what passes meanwhile is at worst a connection
+	 * adopted later. The strict queue never does: a racks message that
+	 * reached the kernel instead of rackd could meet a socket, or a
+	 * kernel without one for it that answers with a RST (a
+	 * reconnection's SYN-ACK), and so could a held socket's segment
+	 * reaching a peer that has not followed a move yet; what it drops
+	 * is sent again.
+	 */
+	open_queue(d, &d->queue, d->cfg->queue_num, true);
+	open_queue(d, &d->strict_queue, config_strict_queue(d->cfg), false);
 
-	ret = inject_open(&d->inject, d->cfg->mark);
+	ret = inject_open(&d->inject, d->cfg->mark,
+			  config_unspliced_mark(d->cfg));
 	if (ret) {
 		ctl_close(d->ctl);
 		fatalx(1, "raw sockets: %s", strerror(-ret));
@@ -276,6 +306,9 @@ void daemon_start(struct rackd *d)
 	}
 	edp_announce_new(d->announcement);
 	keypool_init(&d->keys, d->loop);
+	answer_init(d);
+	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
+		       RACKD_UNAUTH_QUERY_BURST);
 	reconnect_init(d);
 
 	ret = rtnl_open(&d->rtnl, &rh);
@@ -305,10 +338,10 @@ void daemon_start(struct rackd *d)
 	if (replaced)
 		log_info("replaced a stale table inet %s from an earlier run",
 			 RULESET_TABLE);
-	log_info("rackd %s: table inet %s installed, queue %u (%s), "
-		 "control socket %s", RACKD_VERSION, RULESET_TABLE,
-		 d->cfg->queue_num, config_queue_mode_name(d->queue_mode),
-		 d->sock_path);
+	log_info("rackd %s: table inet %s installed, queues %u and %u "
+		 "(strict) (%s), control socket %s", RACKD_VERSION,
+		 RULESET_TABLE, d->cfg->queue_num, config_strict_queue(d->cfg),
+		 config_queue_mode_name(d->queue_mode), d->sock_path);
 
 	/* Established connections it does not know: adopted. */
 	adopt_init(d);
@@ -365,6 +398,7 @@ void daemon_stop(struct rackd *d)
 	ctl_close(d->ctl);
 	rtnl_close(d->rtnl);
 	queue_close(d->queue);
+	queue_close(d->strict_queue);
 	loop_timer_cancel(d->loop, &d->sweep_timer);
 	for (struct conn *c = d->conns.head; c; c = c->next) {
 		/* The table is gone already: no set to update. */

@@ -173,9 +173,12 @@ def test_restart_without_state_file_adopts_again(topo, family, down):
     """B's rackd restarts without its state file: it no longer knows the
     connection A manages; its scan adopts it, A (which still holds the
     old key) agrees, since B names exactly its sequence numbers, and the
-    connection, managed with a new key, survives a cut with a move. With
-    B's rackd down longer than suspend_after, A has suspended the
-    connection meanwhile: B's ADOPT resumes it first."""
+    connection, managed with a new key, survives a cut with a move. An
+    ADOPT never releases a keyed connection by itself: A first asks B with
+    a heartbeat under the old key, and adopts again only once that goes
+    unanswered. With B's rackd down longer than suspend_after, A has
+    suspended the connection meanwhile: B's segments, which A's socket
+    takes, resume it first (an ADOPT never resumes anything)."""
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)
     size = 24 * MB
@@ -197,6 +200,8 @@ def test_restart_without_state_file_adopts_again(topo, family, down):
     assert mine["key_fingerprint"] == theirs["key_fingerprint"] != \
         before["key_fingerprint"]
     assert ra.status()["adopt_readopted"] == 1
+    # It asked B under the old key first, and B could not answer.
+    assert ra.status()["adopt_readopt_asked"] >= 1
     time.sleep(1)
     cut_move_restore(topo, ra, rb, family, server, client, size)
 
@@ -366,9 +371,12 @@ def test_forged_adopts_change_nothing(topo):
                        st0["adopt_msgs_in"] + 3, 5, "the forged ADOPTs")
     st = rb.status()
     assert st["adopt_readopted"] == st["adopt_started"] == 0, st
-    # Not where the connection is: refused before its numbers are looked
-    # at (those would have to be exactly its ISNs + 1 too).
-    assert st["edp_bad_seq"] - st0["edp_bad_seq"] == 2, st
+    # Not the connection's numbers: an ADOPT that could change nothing is
+    # refused before anything is asked about where it sits (and no
+    # heartbeat is sent to ask the peer).
+    assert st["edp_unexpected"] - st0["edp_unexpected"] == 2, st
+    assert st["edp_bad_seq"] == st0["edp_bad_seq"], st
+    assert st["adopt_readopt_asked"] == st0["adopt_readopt_asked"], st
     assert st["edp_unknown_conn"] - st0["edp_unknown_conn"] == 1, st
     after = racks.conn_of(rb, local_port=PORT)
     assert after["state"] == "connected" and "adoption" not in after

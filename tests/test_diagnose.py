@@ -76,12 +76,12 @@ def test_unanswered_reconnections_on_a_working_path_are_reported(topo, family):
                 f"\n{one_conn(ra, PORT)}\n{ra.log()[-3000:]}")
     listed = racks.conns_between(ra, remote_port=PORT)[0]
     assert listed["reconnect_answer"] == "heartbeats_only", listed
-    assert listed["reconnect_attempts"] >= 10, listed
+    assert listed["reconnect_attempts"] >= 4, listed
     shown = one_conn(ra, PORT)
     assert shown["state"] == "suspended", shown
     assert shown["peer_confirmed"] is False, shown
     assert shown["reconnect_answer"] == "heartbeats_only", shown
-    assert shown["reconnect_pending"] >= 10, shown
+    assert shown["reconnect_pending"] >= 4, shown
     assert shown["reconnect_pending_ms"] >= 2000, shown
     assert shown["reconnect_answers"] == 0, shown
     warned = [line for line in ra.log().splitlines()

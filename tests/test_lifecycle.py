@@ -124,7 +124,7 @@ def run_rackd(*args, config=None, tmp_path=None):
 @pytest.mark.parametrize("text, line, problem", [
     ("bogus = 1\n", 1, "unknown key 'bogus'"),
     ("# comment\n\nqueue 5\n", 3, "expected 'key = value'"),
-    ("queue = 70000\n", 1, "queue must be a number from 0 to 65535"),
+    ("queue = 70000\n", 1, "queue must be a number from 0 to 65534"),
     ("queue =\n", 1, "queue has no value"),
     ("ports = 22\nports = 9000-8000\n", 2, "reversed"),
     ("ports = all, 22\n", 1, "'all' cannot be combined"),

@@ -54,3 +54,48 @@ def test_xt_rule_is_a_bypass_nfqueue_target(topo):
     out = testbed.nft(topo.a, ["--debug=netlink", "list", "chain", "inet",
                                "racks", "divert"])
     assert re.search(r"\[ target name NFQUEUE rev 3 \]", out), out
+
+
+# Sent from B with Scapy: a SYN carrying racks' offer (the handshake's
+# queue) and a racks message on a zero-length ACK (the strict queue),
+# each from a port of its own; prints the flags of what A answered to each.
+PROBE_QUEUES = r"""
+import sys
+from scapy.all import IP, TCP, conf, sr1
+conf.verb = 0
+dst, port = sys.argv[1], int(sys.argv[2])
+offer = bytes([254, 6, 0x72, 0x61, 0x11, 0, 1, 1])
+msg = bytes([254, 33, 0x72, 0x61, 0x16]) + bytes(28) + bytes([1, 1, 1])
+for name, sport, flags, opt in (("syn", 41001, "S", offer),
+                                ("message", 41002, "A", msg)):
+    tcp = TCP(sport=sport, dport=port, flags=flags, seq=1000, ack=5000,
+              dataofs=5 + len(opt) // 4, options=[])
+    ans = sr1(IP(dst=dst) / tcp / opt, timeout=2)
+    print(name, ans[TCP].flags if ans is not None else "none")
+"""
+
+
+def test_strict_queue_never_fails_open(topo):
+    """With rackd gone and its table left (SIGKILL), the handshake queue
+    lets its packets pass (bypass: a dead rackd never cuts its host off)
+    and the strict queue drops its own: a racks message never reaches a
+    kernel that would answer it with a reset. The SYN answered is the
+    positive control: both packets reached A's table, and A answers."""
+    need_scapy = testbed.run([testbed.PYTHON, "-c", "import scapy"],
+                             check=False)
+    assert need_scapy.returncode == 0, "python3-scapy missing"
+    listener = topo.a.popen([testbed.PYTHON, "-c",
+                             "import socket, time\n"
+                             "s = socket.socket(); s.bind(('0.0.0.0', 5001))\n"
+                             "s.listen(); print('READY', flush=True)\n"
+                             "time.sleep(600)\n"])
+    assert testbed.read_line(listener, 10, "listener") == "READY"
+    rackd = topo.start_rackd("a")
+    rackd.kill()
+    testbed.wait_until(lambda: not rackd.running, 5, "rackd to die")
+    assert "table inet racks" in testbed.tables(topo.a)
+    out = topo.b.run([testbed.PYTHON, "-c", PROBE_QUEUES,
+                      topo.addr["a"]["v4"], "5001"], timeout=30).stdout
+    answers = dict(line.split() for line in out.splitlines())
+    assert answers["syn"] == "SA", out          # passed: answered
+    assert answers["message"] == "none", out    # dropped: no RST

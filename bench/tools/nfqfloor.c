@@ -84,7 +84,8 @@ int main(int argc, char **argv)
 		fatalx(1, "installing table inet %s failed", FLOOR_TABLE);
 	ret = xt_queue_add_rule(FLOOR_TABLE, "divert", (uint16_t)num, true);
 	if (ret == 0)
-		ret = queue_open(&q, (uint16_t)num, 4096, accept_packet, NULL);
+		ret = queue_open(&q, (uint16_t)num, 4096, true, accept_packet,
+				 NULL);
 	if (ret) {
 		nft_run("delete table inet " FLOOR_TABLE "\n");
 		fatalx(1, "queue %ld: %s", num, strerror(-ret));

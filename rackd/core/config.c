@@ -97,8 +97,9 @@ static int set_queue(struct config *cfg, char *v, char *why, size_t wl)
 {
 	uint64_t n;
 
-	if (parse_u64(v, 0, 65535, &n))
-		return set_error(why, wl, "queue must be a number from 0 to 65535");
+	/* Its messages take the next one (config_strict_queue()). */
+	if (parse_u64(v, 0, 65534, &n))
+		return set_error(why, wl, "queue must be a number from 0 to 65534");
 	cfg->queue_num = (uint16_t)n;
 	return 0;
 }
@@ -129,9 +130,11 @@ static int set_mark(struct config *cfg, char *v, char *why, size_t wl)
 {
 	uint64_t n;
 
-	if (parse_u64(v, 1, UINT32_MAX, &n))
+	/* The next one is rackd's too (config_unspliced_mark()). */
+	if (parse_u64(v, 1, UINT32_MAX - 1, &n))
 		return set_error(why, wl,
-				 "mark must be a nonzero 32-bit number (e.g. 0x7261636b)");
+				 "mark must be a nonzero 32-bit number below "
+				 "0xffffffff (e.g. 0x7261636b)");
 	cfg->mark = (uint32_t)n;
 	return 0;
 }
@@ -146,6 +149,39 @@ static int set_max_connections(struct config *cfg, char *v, char *why,
 				 "max_connections must be a number from 1 to 10000000");
 	cfg->max_connections = (uint32_t)n;
 	return 0;
+}
+
+static int set_count(uint32_t *dst, const char *key, char *v, uint64_t min,
+		     uint64_t max, char *why, size_t wl)
+{
+	uint64_t n;
+
+	if (parse_u64(v, min, max, &n))
+		return set_error(why, wl, "%s must be a number from %" PRIu64
+				 " to %" PRIu64, key, min, max);
+	*dst = (uint32_t)n;
+	return 0;
+}
+
+static int set_max_half_open(struct config *cfg, char *v, char *why,
+			     size_t wl)
+{
+	return set_count(&cfg->max_half_open, "max_half_open", v, 16,
+			 10000000, why, wl);
+}
+
+static int set_max_half_open_per_prefix(struct config *cfg, char *v,
+					char *why, size_t wl)
+{
+	return set_count(&cfg->max_half_open_per_prefix,
+			 "max_half_open_per_prefix", v, 1, 10000000, why, wl);
+}
+
+static int set_reconnect_rate(struct config *cfg, char *v, char *why,
+			      size_t wl)
+{
+	return set_count(&cfg->reconnect_rate, "reconnect_rate", v, 5,
+			 1000000, why, wl);
 }
 
 static int set_duration(uint64_t *dst, const char *key, char *v, uint64_t min,
@@ -311,6 +347,10 @@ static const struct config_key config_keys[] = {
 	DURATION_KEY(max_suspend, 1000),
 	DURATION_KEY(sweep_interval, 100),
 	{ .name = "max_connections", .set = set_max_connections },
+	{ .name = "max_half_open", .set = set_max_half_open },
+	{ .name = "reconnect_rate", .set = set_reconnect_rate },
+	{ .name = "max_half_open_per_prefix",
+	  .set = set_max_half_open_per_prefix },
 	{ .name = "log_level", .set = set_log_level },
 };
 
@@ -338,6 +378,9 @@ struct config *config_defaults(void)
 	cfg->max_suspend_ms = 3ULL * 86400000;
 	cfg->sweep_interval_ms = 10000;
 	cfg->max_connections = 1000000;
+	cfg->max_half_open = 16384;
+	cfg->max_half_open_per_prefix = 4096;
+	cfg->reconnect_rate = 4000;
 	return cfg;
 }
 
@@ -497,5 +540,9 @@ void config_dump(const struct config *cfg, FILE *f)
 	dump_duration(f, "max_suspend", cfg->max_suspend_ms);
 	dump_duration(f, "sweep_interval", cfg->sweep_interval_ms);
 	fprintf(f, "max_connections = %u\n", cfg->max_connections);
+	fprintf(f, "max_half_open = %u\n", cfg->max_half_open);
+	fprintf(f, "max_half_open_per_prefix = %u\n",
+		cfg->max_half_open_per_prefix);
+	fprintf(f, "reconnect_rate = %u\n", cfg->reconnect_rate);
 	fprintf(f, "log_level = %s\n", cfg->debug ? "debug" : "info");
 }

@@ -44,8 +44,28 @@ struct config {
 	bool answer_probes;		/* answer classic EDP probes */
 	uint64_t sweep_interval_ms;	/* check the table against the kernel */
 	uint32_t max_connections;
+	/* Entries made by SYNs whose sender has not proved its address yet
+	 * (halfopen.h), in all and per source prefix. */
+	uint32_t max_half_open, max_half_open_per_prefix;
+	/* Reconnection SYNs a second at most, all connections together. */
+	uint32_t reconnect_rate;
 	bool debug;
 };
+
+/* The strict queue: racks' own messages and the segments of held
+ * connections, never passed when it is full or unread; the one after
+ * CFG's queue (ruleset.c, daemon.c). */
+static inline uint16_t config_strict_queue(const struct config *cfg)
+{
+	return (uint16_t)(cfg->queue_num + 1);
+}
+
+/* The mark of the segments rackd sends past its splices: the one after
+ * CFG's mark (inject.h, ruleset.c). */
+static inline uint32_t config_unspliced_mark(const struct config *cfg)
+{
+	return cfg->mark + 1;
+}
 
 /*
  * Load PATH into a new config. A missing file yields the built-in defaults

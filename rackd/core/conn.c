@@ -2,6 +2,7 @@
 #include "conn.h"
 
 #include <sodium.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,8 +43,10 @@ void conn_table_init(struct conn_table *tbl)
 	tbl->nbuckets = CONN_MIN_BUCKETS;
 	tbl->buckets = xcalloc(tbl->nbuckets, sizeof(*tbl->buckets));
 	tbl->kbuckets = xcalloc(tbl->nbuckets, sizeof(*tbl->kbuckets));
+	tbl->wbuckets = xcalloc(tbl->nbuckets, sizeof(*tbl->wbuckets));
 	tbl->next_id = 1;
 	randombytes_buf(tbl->hash_key, sizeof(tbl->hash_key));
+	halfopen_init(&tbl->halfopen);
 }
 
 void conn_table_free(struct conn_table *tbl, void (*cb)(struct conn *))
@@ -60,6 +63,8 @@ void conn_table_free(struct conn_table *tbl, void (*cb)(struct conn *))
 	}
 	free(tbl->buckets);
 	free(tbl->kbuckets);
+	free(tbl->wbuckets);
+	halfopen_free(&tbl->halfopen);
 	memset(tbl, 0, sizeof(*tbl));
 }
 
@@ -74,6 +79,50 @@ struct conn *conn_lookup(const struct conn_table *tbl,
 		    endpoint_equal(&c->remote, remote))
 			return c;
 	return NULL;
+}
+
+static void wire_link(struct conn_table *tbl, struct conn *c)
+{
+	size_t b = conn_bucket(tbl, &c->wire_local, &c->wire_remote);
+
+	c->wnext = tbl->wbuckets[b];
+	tbl->wbuckets[b] = c;
+}
+
+static void wire_unlink(struct conn_table *tbl, struct conn *c)
+{
+	struct conn **pp = &tbl->wbuckets[conn_bucket(tbl, &c->wire_local,
+						      &c->wire_remote)];
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->wnext;
+	if (*pp)
+		*pp = c->wnext;
+	c->wnext = NULL;
+}
+
+struct conn *conn_lookup_wire(const struct conn_table *tbl,
+			      const struct endpoint *local,
+			      const struct endpoint *remote)
+{
+	struct conn *c = tbl->wbuckets[conn_bucket(tbl, local, remote)];
+
+	for (; c; c = c->wnext)
+		if (endpoint_equal(&c->wire_local, local) &&
+		    endpoint_equal(&c->wire_remote, remote))
+			return c;
+	return NULL;
+}
+
+void conn_set_wire(struct conn_table *tbl, struct conn *c,
+		   const struct endpoint *local, const struct endpoint *remote)
+{
+	wire_unlink(tbl, c);
+	if (local)
+		c->wire_local = *local;
+	if (remote)
+		c->wire_remote = *remote;
+	wire_link(tbl, c);
 }
 
 struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id)
@@ -134,11 +183,20 @@ static void conn_grow(struct conn_table *tbl)
 {
 	size_t n = tbl->nbuckets * 2;
 	struct conn **old = tbl->buckets, **oldk = tbl->kbuckets;
+	struct conn **oldw = tbl->wbuckets;
 	size_t oldn = tbl->nbuckets;
 
 	tbl->buckets = xcalloc(n, sizeof(*tbl->buckets));
 	tbl->kbuckets = xcalloc(n, sizeof(*tbl->kbuckets));
+	tbl->wbuckets = xcalloc(n, sizeof(*tbl->wbuckets));
 	tbl->nbuckets = n;
+	for (size_t i = 0; i < oldn; i++) {
+		for (struct conn *c = oldw[i], *next; c; c = next) {
+			next = c->wnext;
+			wire_link(tbl, c);
+		}
+	}
+	free(oldw);
 	for (size_t i = 0; i < oldn; i++) {
 		for (struct conn *c = oldk[i], *next; c; c = next) {
 			next = c->knext;
@@ -182,6 +240,7 @@ struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 	b = conn_bucket(tbl, local, remote);
 	c->hnext = tbl->buckets[b];
 	tbl->buckets[b] = c;
+	wire_link(tbl, c);
 	c->prev = tbl->tail;
 	if (tbl->tail)
 		tbl->tail->next = c;
@@ -195,6 +254,8 @@ struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 void conn_remove(struct conn_table *tbl, struct conn *c)
 {
 	conn_unindex_edp(tbl, c);
+	wire_unlink(tbl, c);
+	halfopen_remove(&tbl->halfopen, &c->ho);
 	struct conn **pp = &tbl->buckets[conn_bucket(tbl, &c->local,
 						     &c->remote)];
 
@@ -212,6 +273,26 @@ void conn_remove(struct conn_table *tbl, struct conn *c)
 		tbl->tail = c->prev;
 	tbl->count--;
 	free(c);
+}
+
+void conn_halfopen_add(struct conn_table *tbl, struct conn *c)
+{
+	halfopen_add(&tbl->halfopen, &c->ho, &c->remote.addr);
+}
+
+void conn_halfopen_proven(struct conn_table *tbl, struct conn *c)
+{
+	halfopen_remove(&tbl->halfopen, &c->ho);
+}
+
+struct conn *conn_halfopen_victim(const struct conn_table *tbl,
+				  const struct addr *src, unsigned max,
+				  unsigned per_prefix)
+{
+	struct halfopen_link *l = halfopen_victim(&tbl->halfopen, src, max,
+						  per_prefix);
+
+	return l ? (struct conn *)((char *)l - offsetof(struct conn, ho)) : NULL;
 }
 
 void conn_negotiate(const struct conn *c, struct conn_negotiated *n)

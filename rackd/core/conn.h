@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "halfopen.h"
 #include "timer.h"
 
 enum conn_state {
@@ -55,6 +56,7 @@ enum conn_dir {
 struct conn_end {
 	bool seen;		/* its SYN / SYN-ACK was seen */
 	uint32_t isn;
+	uint16_t paylen;	/* data it carried (TCP Fast Open) */
 	bool has_mss, has_wscale, sack_permitted, has_timestamp;
 	uint16_t mss;
 	uint8_t wscale;
@@ -125,6 +127,7 @@ struct conn {
 	enum conn_state state;
 	enum conn_peer peer;
 	bool offered;		/* our SYN / the peer's SYN carried racks' option */
+	bool probed;		/* its probe FIN was answered (answer.c) */
 	uint8_t syns;		/* SYNs seen: only the first carries the option */
 	enum conn_unmanaged unmanaged;	/* why it was released */
 	enum conn_adoption adoption;
@@ -159,17 +162,23 @@ struct conn {
 	bool seq_seen;
 	uint32_t seen_snd_una, seen_rcv_nxt, seen_slack;
 	struct conn *knext;	/* edp id bucket chain */
+	struct conn *wnext;	/* wire tuple bucket chain */
+	/* Made by a SYN from outside whose sender has not shown yet that
+	 * it receives what goes to its address (halfopen.h). */
+	struct halfopen_link ho;
 	struct conn *prev, *next;	/* table order: oldest first */
 };
 
 struct conn_table {
 	struct conn **buckets;
 	struct conn **kbuckets;	/* by edp id, same size */
+	struct conn **wbuckets;	/* by wire endpoints, same size */
 	size_t nbuckets;
 	size_t count;
 	uint64_t next_id;
 	struct conn *head, *tail;
 	unsigned char hash_key[16];
+	struct halfopen halfopen;	/* its half-open entries */
 };
 
 void conn_table_init(struct conn_table *tbl);
@@ -180,6 +189,15 @@ struct conn *conn_lookup(const struct conn_table *tbl,
 			 const struct endpoint *local,
 			 const struct endpoint *remote);
 struct conn *conn_find_id(const struct conn_table *tbl, uint64_t id);
+/* The connection whose segments travel between LOCAL and REMOTE now (its
+ * wire endpoints; a connection never spliced travels on its socket's). */
+struct conn *conn_lookup_wire(const struct conn_table *tbl,
+			      const struct endpoint *local,
+			      const struct endpoint *remote);
+/* C's segments travel between LOCAL and REMOTE from now on (NULL: that
+ * end unchanged). The only way to change c->wire_local / wire_remote. */
+void conn_set_wire(struct conn_table *tbl, struct conn *c,
+		   const struct endpoint *local, const struct endpoint *remote);
 /* Index C by the connection id both rackds derived from its key: a
  * reconnection names its connection by it, from endpoints not yet known. */
 void conn_index_edp(struct conn_table *tbl, struct conn *c, uint64_t edp_id);
@@ -193,6 +211,14 @@ bool conn_spliced(const struct conn *c);
 /* A new connection in state CONN_HANDSHAKE; never NULL (OOM is fatal). */
 struct conn *conn_insert(struct conn_table *tbl, const struct endpoint *local,
 			 const struct endpoint *remote, enum conn_dir dir);
+/* C's entry is half-open (conn_halfopen_proven() ends it). */
+void conn_halfopen_add(struct conn_table *tbl, struct conn *c);
+void conn_halfopen_proven(struct conn_table *tbl, struct conn *c);
+/* The half-open entry to let go before one more from SRC joins
+ * (halfopen_victim()), or NULL. */
+struct conn *conn_halfopen_victim(const struct conn_table *tbl,
+				  const struct addr *src, unsigned max,
+				  unsigned per_prefix);
 /* Unlinks and frees C; the caller cancels its timers first. */
 void conn_remove(struct conn_table *tbl, struct conn *c);
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "keys.h"
 #include "timer.h"
 
@@ -23,6 +24,7 @@ enum setup_phase {
 
 struct conn_edp {
 	struct edp_keypair kp;
+	bool have_own_key;	/* kp made (the server's: at the first KEY) */
 	struct edp_transcript t;
 	uint8_t key[EDP_SECRET_LEN];
 	bool have_peer_key;
@@ -44,7 +46,19 @@ struct conn_edp {
 	uint32_t rc_answers;	/* answers that confirmed one */
 	uint32_t rc_pending;	/* sent since the last confirmation */
 	uint64_t rc_first_ms;	/* monotonic ms of the first of those */
+	uint64_t rc_last_ms;	/* and of the last */
 	bool rc_warned;		/* logged as unanswered on a working path */
+	/* The peer's reconnection SYN came from here (reconnect.c): the
+	 * challenge our SYN-ACK took there, until it is confirmed. */
+	bool rc_claim;
+	struct endpoint rc_claim_local, rc_claim_remote;
+	uint8_t rc_challenge[EDP_CHALLENGE_LEN];
+	uint64_t rc_claim_ms;
+	bool rc_queued;		/* confirmed, in the batch to splice */
+	/* An ADOPT said the peer forgot this connection (adopt.c): the
+	 * heartbeat that asks whether it still holds the key, and when. */
+	uint32_t readopt_hb;
+	uint64_t readopt_ms;
 	uint64_t started;	/* monotonic ms */
 };
 

@@ -18,6 +18,7 @@
 #include "keypool.h"
 #include "option.h"
 #include "packet.h"
+#include "ratelimit.h"
 #include "timer.h"
 
 #define RACKD_VERSION "0.1.0"
@@ -45,11 +46,14 @@ struct rackd_stats {
 	uint64_t syn;
 	uint64_t synack;
 	uint64_t syn_retransmit;
+	uint64_t syn_live_socket;	/* new ISN on a live socket: ignored */
 	uint64_t synack_unmatched;	/* SYN-ACK without a known SYN */
 	uint64_t conns_total;
 	uint64_t conns_expired;		/* handshake never completed */
 	uint64_t conns_closed;		/* socket gone from the kernel */
 	uint64_t conns_refused;		/* table full */
+	uint64_t halfopen_evicted;	/* half-open entries made room */
+	uint64_t unauth_paced;		/* segments not judged: query budget */
 	uint64_t sweeps;
 	uint64_t link_events;
 	uint64_t addr_events;
@@ -82,6 +86,8 @@ struct rackd_edp_stats {
 	uint64_t with_payload;		/* racks option on a data segment */
 	uint64_t probe_fins;		/* DSCP-LE FINs diverted */
 	uint64_t probes_answered;
+	uint64_t probes_unproven;	/* probe FIN, handshake not complete */
+	uint64_t probes_refused;	/* answered already, or rate limit */
 	uint64_t bad_seq;		/* message outside the connection's ISNs */
 };
 
@@ -90,7 +96,9 @@ struct rackd {
 	const char *config_path;
 	const char *sock_path;
 	struct loop *loop;
-	struct queue *queue;
+	struct queue *queue;		/* handshakes, held and probe segments */
+	struct queue *strict_queue;	/* racks' messages and held segments:
+					 * never fails open */
 	enum queue_mode queue_mode;	/* in use: native or xt, never auto */
 	bool table_installed;
 	struct conn_table conns;
@@ -109,6 +117,11 @@ struct rackd {
 	struct inject *inject;
 	struct flowset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
+	struct ratelimit probe_answers;	/* answer.c */
+	/* Questions to the kernel that a segment without a MAC makes
+	 * rackd ask (is there a socket, where is it): anyone can send such
+	 * segments, so they are paced, all together (rackd_unauth_query()). */
+	struct ratelimit unauth_queries;
 	/* Connections in the held sets (hold.c): the table's chains for
 	 * held flows exist while there are any, and whoever rewrites the
 	 * chains (splice.c too) says so. */
@@ -139,6 +152,16 @@ static inline struct rackd *rackd_of_conn(struct conn *c)
 {
 	return container_of(c->table, struct rackd, conns);
 }
+
+/* About a fifth of one core at most (a question takes some 20 us), and
+ * enough for thousands of connections adopted at once. */
+#define RACKD_UNAUTH_QUERY_RATE 10000	/* a second */
+#define RACKD_UNAUTH_QUERY_BURST 10000
+
+/* Whether a segment without a MAC may make rackd ask the kernel about a
+ * socket now; false (counted) when the budget is spent: the segment then
+ * changes nothing. */
+bool rackd_unauth_query(struct rackd *d);
 
 /* C is going away: every subscriber of EVENT_GONE lets go of it, then
  * its expiry timer is cancelled and it is freed. */

@@ -70,6 +70,8 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_bad_seq", e->bad_seq);
 	put_u64(out, "edp_probe_fins", e->probe_fins);
 	put_u64(out, "edp_probes_answered", e->probes_answered);
+	put_u64(out, "edp_probes_unproven", e->probes_unproven);
+	put_u64(out, "edp_probes_refused", e->probes_refused);
 }
 
 static void put_adopt_stats(FILE *out, const struct rackd *d)
@@ -88,6 +90,9 @@ static void put_adopt_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "adopt_disagreed", a->disagreed);
 	put_u64(out, "adopt_refused", a->refused);
 	put_u64(out, "adopt_readopted", a->readopted);
+	put_u64(out, "adopt_readopt_asked", a->readopt_asked);
+	put_u64(out, "adopt_readopt_refused", a->readopt_refused);
+	put_u64(out, "adopt_unchecked_dropped", a->unchecked_dropped);
 	put_u64(out, "adopt_set_errors", a->set_errors);
 }
 
@@ -100,6 +105,7 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "link_suspensions", l->link_suspensions);
 	put_u64(out, "resumes", l->resumes);
 	put_u64(out, "resumed_by_traffic", l->resumed_by_traffic);
+	put_u64(out, "hold_unacceptable", l->hold_unacceptable);
 	put_u64(out, "suspend_aborts", l->aborted);
 	put_u64(out, "hold_answers", l->hold_answers);
 	put_u64(out, "hold_clamped", l->hold_clamped);
@@ -111,6 +117,7 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "heartbeats_replayed", l->replayed);
 	put_u64(out, "addr_suspensions", l->addr_suspensions);
 	put_u64(out, "path_migrations", l->migrations);
+	put_u64(out, "move_collisions", l->move_collisions);
 	put_u64(out, "reconnects_unanswered", l->reconnects_unanswered);
 }
 
@@ -132,6 +139,11 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_malformed", r->malformed);
 	put_u64(out, "reconnects_unknown", r->unknown);
 	put_u64(out, "reconnect_acks_out", r->acks_out);
+	put_u64(out, "reconnect_challenges_out", r->challenges_out);
+	put_u64(out, "reconnects_refused_address", r->refused_address);
+	put_u64(out, "reconnects_refused_unproven", r->refused_unproven);
+	put_u64(out, "reconnects_paced", r->paced);
+	put_u64(out, "reconnects_refused_collision", r->refused_collision);
 	put_u64(out, "splice_updates", d->splice->updates);
 	put_u64(out, "splice_errors", d->splice->errors);
 	put_u64(out, "addresses_kept", d->local->keeps);
@@ -153,18 +165,35 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "away_refused", d->migrate->refused);
 }
 
+/* Both queues' counters together: every packet rackd decided. */
+static void queue_totals(const struct rackd *d, struct queue_stats *t)
+{
+	const struct queue_stats *a = queue_stats(d->queue);
+	const struct queue_stats *m = queue_stats(d->strict_queue);
+
+	t->received = a->received + m->received;
+	t->verdicts = a->verdicts + m->verdicts;
+	t->truncated = a->truncated + m->truncated;
+	t->rewritten = a->rewritten + m->rewritten;
+	t->recv_errors = a->recv_errors + m->recv_errors;
+	t->send_errors = a->send_errors + m->send_errors;
+}
+
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
-	const struct queue_stats *qs = queue_stats(d->queue);
+	struct queue_stats total, *qs = &total;
 	const struct rackd_stats *s = &d->stats;
 
 	(void)req, (void)err, (void)errlen;
+	queue_totals(d, &total);
 	proto_put(out, "version", "%s", RACKD_VERSION);
 	proto_put(out, "protocol", "%d", PROTO_VERSION);
 	proto_put(out, "pid", "%d", (int)getpid());
 	proto_put(out, "queue_mode", "%s", config_queue_mode_name(d->queue_mode));
 	proto_put(out, "queue", "%u", d->cfg->queue_num);
+	proto_put(out, "strict_queue", "%u", config_strict_queue(d->cfg));
+	put_u64(out, "strict_queued", queue_stats(d->strict_queue)->received);
 	put_u64(out, "uptime", (loop_now() - d->started_mono) / 1000);
 	put_u64(out, "connections", d->conns.count);
 	put_u64(out, "packets_queued", qs->received);
@@ -178,11 +207,15 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "syn", s->syn);
 	put_u64(out, "synack", s->synack);
 	put_u64(out, "syn_retransmit", s->syn_retransmit);
+	put_u64(out, "syn_live_socket", s->syn_live_socket);
 	put_u64(out, "synack_unmatched", s->synack_unmatched);
 	put_u64(out, "connections_total", s->conns_total);
 	put_u64(out, "connections_expired", s->conns_expired);
 	put_u64(out, "connections_closed", s->conns_closed);
 	put_u64(out, "connections_refused", s->conns_refused);
+	put_u64(out, "half_open", d->conns.halfopen.count);
+	put_u64(out, "half_open_evicted", s->halfopen_evicted);
+	put_u64(out, "unauthenticated_paced", s->unauth_paced);
 	put_u64(out, "sweeps", s->sweeps);
 	put_u64(out, "link_events", s->link_events);
 	put_u64(out, "addr_events", s->addr_events);

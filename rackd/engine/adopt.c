@@ -11,6 +11,7 @@
 #include "adoptset.h"
 #include "channel.h"
 #include "hold.h"
+#include "keystate.h"
 #include "liveness.h"
 #include "log.h"
 #include "loop.h"
@@ -20,6 +21,9 @@
 
 #define TCP_STATE_ESTABLISHED 1
 #define TCP_STATE_SYN_RECV 3
+/* How long the peer has to answer the heartbeat an ADOPT for a managed
+ * connection makes us send, before we believe it forgot (readopt()). */
+#define READOPT_WAIT_MS 500
 #define TCP_STATE_NEW_SYN_RECV 12
 
 /* A connection's adoption, from its start until the ends agree. */
@@ -34,6 +38,10 @@ struct conn_adopt {
 	bool peer_heard;		/* an ADOPT came: its numbers */
 	uint32_t peer_own, peer_peer;
 	bool peer_agreed;
+	/* The ADOPT that made us adopt an unknown flow came before its
+	 * numbers could be checked: where it sat, checked once learnt. */
+	bool peer_unchecked;
+	uint32_t peer_seq, peer_ack;
 };
 
 void adopt_set_ops(struct rackd *d, const struct adopt_ops *ops)
@@ -188,6 +196,16 @@ static void compare(struct rackd *d, struct conn *c)
 	if (!a->learnt || !a->peer_heard)
 		return;
 	a->peer_heard = false;
+	if (a->peer_unchecked) {
+		/* Anyone could have sent the ADOPT that started this: it is
+		 * taken only if it sat where the connection is. */
+		a->peer_unchecked = false;
+		if (!channel_numbers_plausible(c, a->peer_seq, a->peer_ack)) {
+			d->edp.bad_seq++;
+			d->adopt->stats.unchecked_dropped++;
+			return;
+		}
+	}
 	match = a->peer_own == a->x_rcv && a->peer_peer == a->x_snd;
 	if (!match) {
 		d->adopt->stats.disagreed++;
@@ -386,23 +404,48 @@ static struct conn *adopt_new(struct rackd *d, const struct endpoint *local,
 	return c;
 }
 
-/* The peer forgot a connection we manage (its rackd restarted without
- * its state): only if it names exactly our numbers. */
+/*
+ * An ADOPT for a connection we manage, naming exactly its numbers: the
+ * peer's rackd may have lost its state (restarted without it). An ADOPT
+ * carries no MAC (that peer has no key any more), so it never releases,
+ * resumes or re-keys a connection by itself: it only makes us ask the
+ * peer, with a heartbeat under the key, whether it still holds it. Only
+ * when that heartbeat has gone unanswered for READOPT_WAIT_MS, while the
+ * peer goes on asking from where the connection is (the channel checked
+ * the ADOPT's numbers against the live ones), is the connection set up
+ * again. A forger off the path cannot silence the answer of a peer that
+ * still holds the key; a held connection (its path silent, or resuming)
+ * is never touched. Returns true when C is adopted again.
+ */
 static bool readopt(struct rackd *d, struct conn *c, const struct edp_msg *m)
 {
-	struct conn *one = c;
+	struct adopt_stats *s = &d->adopt->stats;
+	struct conn_edp *e = c->edp;
 
 	if (m->x_own != c->rend.isn + 1 || m->x_peer != c->lend.isn + 1 ||
-	    conn_parked(c))
+	    conn_parked(c) || !e || !e->keyed)
 		return false;
-	/* Suspended because the peer's rackd stopped answering: it just
-	 * spoke, so the path is there. A hold still resuming (data in
-	 * flight) waits for the peer's next ADOPT. */
-	if (c->state == CONN_SUSPENDED && c->hold)
-		hold_end(d, &one, 1);
-	if (c->state != CONN_CONNECTED || c->hold)
+	if (c->state != CONN_CONNECTED || c->hold) {
+		s->readopt_refused++;
 		return false;
-	d->adopt->stats.readopted++;
+	}
+	if (e->readopt_hb && e->hb_acked >= e->readopt_hb) {
+		/* Answered under the key: the peer never forgot. */
+		s->readopt_refused++;
+		e->readopt_hb = 0;
+	}
+	if (!e->readopt_hb) {
+		if (channel_send_numbered(d, c, EDP_HEARTBEAT,
+					  ++e->hb_out) == 0)
+			d->live->stats.heartbeats_out++;
+		e->readopt_hb = e->hb_out;
+		e->readopt_ms = loop_now();
+		s->readopt_asked++;
+		return false;
+	}
+	if (loop_now() - e->readopt_ms < READOPT_WAIT_MS)
+		return false;
+	s->readopted++;
 	/* Off its path's heartbeats until set-up completes again. */
 	live_detach(d, c);
 	c->adoption = ADOPTION_NONE;
@@ -418,6 +461,8 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 {
 	struct adopt_stats *s = &d->adopt->stats;
 	struct conn_adopt *a;
+	bool asked = false;	/* the budget paid for this message already */
+	int ret;
 
 	s->msgs_in++;
 	if (!c) {
@@ -426,13 +471,33 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		struct sockdiag_progress pr;
 
 		/* Only for a socket that exists (the lookup may find the
-		 * listener instead): anyone can send an ADOPT. */
-		if (sockdiag_progress(&local, &remote, &pr) ||
-		    (pr.state != TCP_STATE_ESTABLISHED &&
-		     pr.state != TCP_STATE_SYN_RECV &&
-		     pr.state != TCP_STATE_NEW_SYN_RECV)) {
-			d->edp.unknown_conn++;
+		 * listener instead): anyone can send an ADOPT, from any
+		 * address, to any port, and each one makes us ask. */
+		if (!considered(d->cfg, &local, &remote)) {
+			s->refused++;
 			return NF_DROP;
+		}
+		if (!rackd_unauth_query(d))
+			return NF_DROP;
+		asked = true;
+		ret = sockdiag_progress(&local, &remote, &pr);
+		if (ret || (pr.state != TCP_STATE_ESTABLISHED &&
+			    pr.state != TCP_STATE_SYN_RECV &&
+			    pr.state != TCP_STATE_NEW_SYN_RECV)) {
+			if (log_debug_enabled()) {
+				char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+
+				log_debug("ADOPT %s <- %s: no socket to adopt "
+					  "(%s, state %u)",
+					  endpoint_format(&local, l, sizeof(l)),
+					  endpoint_format(&remote, r, sizeof(r)),
+					  ret ? strerror(-ret) : "found",
+					  pr.state);
+			}
+			/* Not ours: on as any segment (a container behind a
+			 * port forward may have the socket). */
+			d->edp.unknown_conn++;
+			return NF_ACCEPT;
 		}
 		c = adopt_new(d, &local, &remote, UNMANAGED_HANDSHAKE_UNSEEN);
 		if (!c)
@@ -451,14 +516,27 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		}
 		return NF_DROP;
 	} else if (!c->adopt) {
+		bool again = c->state == CONN_RELEASED &&
+			     c->adoptions < ADOPT_TRIES;
+
+		/* Nothing it could change: no question to the kernel. */
+		if (!again && !(conn_managed(c) &&
+				m->x_own == c->rend.isn + 1 &&
+				m->x_peer == c->lend.isn + 1)) {
+			d->edp.unexpected++;
+			return NF_DROP;
+		}
 		/* Its numbers known (handshake, set-up): the message must sit
 		 * where the connection is, as every racks message does. */
+		if (!rackd_unauth_query(d))
+			return NF_DROP;
+		asked = true;
 		if (c->lend.seen && c->rend.seen &&
 		    !channel_seq_plausible(c, p)) {
 			d->edp.bad_seq++;
 			return NF_DROP;
 		}
-		if (c->state == CONN_RELEASED && c->adoptions < ADOPT_TRIES) {
+		if (again) {
 			/* The peer is racks after all: ask again. */
 			c->adoption = ADOPTION_NONE;
 			begin(d, c, c->unmanaged == UNMANAGED_NO ?
@@ -471,11 +549,16 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 	a = c->adopt;
 	if (!a)
 		return NF_DROP;	/* given up at once */
-	/* Likewise once ours are learnt. */
-	if (a->learnt && !channel_seq_plausible(c, p)) {
+	/* Likewise once ours are learnt; before, its numbers are kept
+	 * and checked once they can be (compare()). */
+	if (a->learnt && ((!asked && !rackd_unauth_query(d)) ||
+			  !channel_seq_plausible(c, p))) {
 		d->edp.bad_seq++;
 		return NF_DROP;
 	}
+	a->peer_unchecked = !a->learnt;
+	a->peer_seq = p->seq;
+	a->peer_ack = p->ack;
 	a->peer_heard = true;
 	a->peer_own = m->x_own;
 	a->peer_peer = m->x_peer;

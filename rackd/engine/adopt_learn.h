@@ -43,6 +43,12 @@ struct adopt_stats {
 	uint64_t disagreed;	/* an ADOPT with other numbers than ours */
 	uint64_t refused;	/* an ADOPT for a flow we do not consider */
 	uint64_t readopted;	/* a managed connection the peer forgot */
+	uint64_t readopt_asked;	/* ADOPTs for a managed connection: the
+				 * peer asked with a heartbeat first */
+	uint64_t readopt_refused;	/* ... whose peer holds the key after
+					 * all, or that is held: nothing done */
+	uint64_t unchecked_dropped;	/* an unknown flow's ADOPT whose numbers
+					 * the learnt ones proved wrong */
 	uint64_t set_errors;	/* adopt set or chain not written */
 };
 

@@ -6,15 +6,23 @@
 
 #include "inject.h"
 #include "log.h"
+#include "loop.h"
 #include "rackd.h"
+#include "sockdiag.h"
 
 #define ANSWER_WINDOW 65535
-#define DEFAULT_MSS 536
+/* Never cut the announcement finer than this, whatever MSS the prober
+ * announced (RFC 879's default, which every IPv4 and IPv6 path carries):
+ * two segments per copy at most. */
+#define ANSWER_MIN_MSS 536
+/* include/net/tcp_states.h */
+#define TCP_STATE_ESTABLISHED 1
 
 static void send_announcement(struct rackd *d, const struct conn *c,
 			      const struct packet *fin)
 {
-	size_t mss = c->rend.has_mss && c->rend.mss ? c->rend.mss : DEFAULT_MSS;
+	size_t mss = c->rend.has_mss && c->rend.mss > ANSWER_MIN_MSS ?
+		     c->rend.mss : ANSWER_MIN_MSS;
 	uint32_t seq = fin->ack;
 
 	for (size_t off = 0; off < EDP_ANNOUNCE_LEN;) {
@@ -38,14 +46,41 @@ static void send_announcement(struct rackd *d, const struct conn *c,
 	}
 }
 
-uint32_t answer_probe(struct rackd *d, struct conn *c, const struct packet *p)
+/*
+ * Whether FIN P is a probe's, worth an answer. Only a FIN that is the
+ * client's very first byte of sequence space (a client that sent data is
+ * no probe), on a connection whose handshake the kernel completed: its
+ * socket is established, so the client has acknowledged our SYN-ACK's
+ * ISN and proved that it receives what is sent to its address (QUIC's
+ * address validation, RFC 9000 8.1). A forger who sends SYN and FIN
+ * from someone else's address never gets that far, so the answer can
+ * never be aimed at a third party. Once per connection, and at most
+ * ANSWER_RATE a second in all.
+ */
+static bool worth_answer(struct rackd *d, struct conn *c,
+			 const struct packet *p)
 {
-	/* Only a FIN that is the client's very first byte of sequence
-	 * space: a client that sent data is no probe. */
 	if (!d->cfg->answer_probes || !c || c->dir != CONN_INCOMING ||
 	    p->payload_len || !c->rend.seen || p->seq != c->rend.isn + 1)
-		return NF_ACCEPT;
+		return false;
+	/* The rate limit before the question to the kernel, which a forger
+	 * can make us ask too. */
+	if (c->probed || !ratelimit_take(&d->probe_answers, loop_now())) {
+		d->edp.probes_refused++;
+		return false;
+	}
+	if (sockdiag_state(&c->local, &c->remote) != TCP_STATE_ESTABLISHED) {
+		d->edp.probes_unproven++;
+		return false;
+	}
+	return true;
+}
 
+uint32_t answer_probe(struct rackd *d, struct conn *c, const struct packet *p)
+{
+	if (!worth_answer(d, c, p))
+		return NF_ACCEPT;
+	c->probed = true;
 	/* Twice: a lost copy would turn an enhanced host into an ordinary
 	 * one for the prober, a duplicate costs nothing. Both leave before
 	 * the FIN reaches the application, so nothing it answers can come
@@ -56,4 +91,9 @@ uint32_t answer_probe(struct rackd *d, struct conn *c, const struct packet *p)
 	log_debug("conn %llu: answered an EDP probe",
 		  (unsigned long long)c->id);
 	return NF_ACCEPT;
+}
+
+void answer_init(struct rackd *d)
+{
+	ratelimit_init(&d->probe_answers, ANSWER_RATE, ANSWER_RATE);
 }

@@ -173,21 +173,35 @@ static bool seq_near(uint32_t seq, uint32_t ours, uint32_t slack)
 }
 
 /*
+ * Whether C may still take messages at its first numbers without asking
+ * the kernel: only while its handshake's set-up runs. The first numbers
+ * are no secret from anyone who saw the handshake pass; once set-up is
+ * over (or for a connection adopted long after its handshake) only where
+ * the connection is now proves anything.
+ */
+static bool in_first_window(const struct conn *c)
+{
+	return (c->state == CONN_HANDSHAKE || c->state == CONN_SETUP) &&
+	       !c->rebased;
+}
+
+/*
  * Whether P's numbers belong to C: a forger off the path must know where
  * the connection is (RFC 5961's bar for RSTs and SYNs). Our messages
  * carry the connection's first numbers or its current ones (channel_send);
- * the first window is checked without asking the kernel, which spares
- * set-up a query per message. The current ones are
+ * during set-up the first window is checked without asking the kernel,
+ * which spares set-up a query per message. The current ones are
  * the sender's snd_una - 1 (at most one window behind or ahead of our
  * rcv_nxt, as either end reads its counters a little later) and its
  * rcv_nxt - 1 (likewise around our snd_una).
  */
-static bool seq_plausible(struct conn *c, const struct packet *p)
+static bool numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
 {
 	uint32_t snd_una, rcv_nxt, slack;
 
-	if (seq_near(p->seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
-	    seq_near(p->ack, c->lend.isn + 1, FIRST_WINDOW))
+	if (in_first_window(c) &&
+	    seq_near(seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
+	    seq_near(ack, c->lend.isn + 1, FIRST_WINDOW))
 		return true;
 	switch (live_seq(c, &snd_una, &rcv_nxt, &slack)) {
 	case SEQ_NOW:
@@ -196,13 +210,22 @@ static bool seq_plausible(struct conn *c, const struct packet *p)
 	default:
 		return false;
 	}
-	return seq_near(p->seq + 1, rcv_nxt, slack) &&
-	       seq_near(p->ack, snd_una, slack);
+	return seq_near(seq + 1, rcv_nxt, slack) && seq_near(ack, snd_una, slack);
+}
+
+static bool seq_plausible(struct conn *c, const struct packet *p)
+{
+	return numbers_plausible(c, p->seq, p->ack);
 }
 
 bool channel_seq_plausible(struct conn *c, const struct packet *p)
 {
 	return seq_plausible(c, p);
+}
+
+bool channel_numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
+{
+	return numbers_plausible(c, seq, ack);
 }
 
 /* Heartbeats and reconnections: the MAC's role by type and sender. */
@@ -223,6 +246,34 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
 			counter, &e->t, m->mac);
 }
 
+void channel_confirm_msg(struct conn *c, uint32_t counter,
+			 const uint8_t *challenge, struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+
+	*m = (struct edp_msg){ .version = EDP_VERSION,
+			       .type = EDP_RECONNECT_CONFIRM,
+			       .conn_id = e->conn_id, .counter = counter };
+	edp_mac_challenge(e->key, numbered_role(EDP_RECONNECT_CONFIRM,
+						conn_is_client(c)),
+			  counter, challenge, &e->t, m->mac);
+}
+
+bool channel_confirm_valid(struct rackd *d, struct conn *c,
+			   const struct edp_msg *m, const uint8_t *challenge)
+{
+	struct conn_edp *e = c->edp;
+
+	if (m->type != EDP_RECONNECT_CONFIRM ||
+	    edp_mac_challenge_verify(e->key,
+				     numbered_role(m->type, !conn_is_client(c)),
+				     m->counter, challenge, &e->t, m->mac)) {
+		d->edp.bad_mac++;
+		return false;
+	}
+	return true;
+}
+
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter)
 {
@@ -237,6 +288,11 @@ bool channel_numbered_valid(struct rackd *d, struct conn *c,
 {
 	struct conn_edp *e = c->edp;
 
+	/* A confirmation's MAC covers its challenge too: never this one. */
+	if (m->type == EDP_RECONNECT_CONFIRM) {
+		d->edp.bad_mac++;
+		return false;
+	}
 	/* The sender is the other end of this connection. */
 	if (edp_mac_counter_verify(e->key,
 				   numbered_role(m->type, !conn_is_client(c)),
@@ -245,6 +301,39 @@ bool channel_numbered_valid(struct rackd *d, struct conn *c,
 		return false;
 	}
 	return true;
+}
+
+/*
+ * The cheap checks first, so that a forgery never costs a question to the
+ * kernel (the sequence check asks for the socket's numbers): a numbered
+ * message must carry a MAC under the connection's key (its handler checks
+ * again what it needs: the counter, the MAC of a reconnection's
+ * confirmation, which covers its challenge).
+ */
+static bool worth_checking(struct rackd *d, struct conn *c,
+			   const struct edp_msg *m)
+{
+	if (!edp_type_numbered(m->type) || m->type == EDP_RECONNECT_CONFIRM)
+		return true;
+	if (!c->edp->keyed) {
+		d->edp.unexpected++;
+		return false;
+	}
+	return channel_numbered_valid(d, c, m);
+}
+
+/* Set-up messages once set-up is over are late copies, which their
+ * handler only counts (or, for a CONFIRM under the key, answers once
+ * more): where they sit changes nothing. A reconnection's confirmation
+ * needs no check of its numbers either: its handler takes it only from
+ * where a reconnection SYN came and with a MAC over that SYN's fresh
+ * challenge, both cheaper and stronger than a question to the kernel. */
+static bool needs_seq_check(const struct conn *c, const struct edp_msg *m)
+{
+	if (m->type == EDP_RECONNECT_CONFIRM)
+		return false;
+	return edp_type_numbered(m->type) || c->state == CONN_HANDSHAKE ||
+	       c->state == CONN_SETUP;
 }
 
 uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
@@ -264,18 +353,27 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 	if (m->type < EDP_TYPE_MAX && d->channel->unchecked[m->type])
 		return d->channel->unchecked[m->type](d, c, p, m);
 	if (!c) {
+		/* Not ours: it goes on as any segment would (to a socket
+		 * rackd does not manage, or a host behind this one), and is
+		 * the kernel's to judge. Our messages' numbers make a kernel
+		 * without their connection answer harmlessly (channel_send). */
 		d->edp.unknown_conn++;
-		return NF_DROP;
-	}
-	if (!seq_plausible(c, p)) {
-		d->edp.bad_seq++;
-		return NF_DROP;
+		return NF_ACCEPT;
 	}
 	if (!c->edp || !fn) {
 		/* A released connection, or a handshake option out of place. */
 		d->edp.unexpected++;
 		return NF_DROP;
 	}
+	if (!worth_checking(d, c, m))
+		return NF_DROP;
+	if (needs_seq_check(c, m) && !seq_plausible(c, p)) {
+		d->edp.bad_seq++;
+		return NF_DROP;
+	}
+	/* Its sender acknowledges our SYN-ACK (or where the connection is
+	 * now): it receives what goes to its address. */
+	conn_halfopen_proven(&d->conns, c);
 	c->edp->received++;
 	/*
 	 * What the handler answers goes with the numbers the peer's message

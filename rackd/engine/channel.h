@@ -48,11 +48,13 @@ int channel_handle(struct rackd *d, uint8_t type, channel_fn fn);
 /* Whether P's sequence numbers belong to C, as channel_input() checks
  * them (for an unchecked type's handler, once C's numbers are known). */
 bool channel_seq_plausible(struct conn *c, const struct packet *p);
+/* The same for the numbers SEQ and ACK of a segment seen earlier. */
+bool channel_numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack);
 /* Messages of TYPE go to FN whatever connection they name, known or not
  * (struct channel, unchecked); same errors as channel_handle(). */
 int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn);
-/* A message for C (NULL when no connection matches), carried by P;
- * returns the verdict for P. */
+/* A message for C (NULL when no connection matches: accepted, it goes on
+ * as any segment), carried by P; returns the verdict for P. */
 uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		       const struct edp_msg *m);
 /* Send M as a zero-length segment of C carrying only racks' option,
@@ -84,8 +86,17 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
  * COUNTER, its MAC under C's key; returns 0 or -errno. */
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter);
-/* Whether M's MAC proves that C's peer sent it (counted when not). */
+/* Whether M's MAC proves that C's peer sent it (counted when not); never
+ * for a RECONNECT_CONFIRM, whose MAC covers its challenge. */
 bool channel_numbered_valid(struct rackd *d, struct conn *c,
 			    const struct edp_msg *m);
+/* A RECONNECT_CONFIRM from C with COUNTER answering CHALLENGE
+ * (EDP_CHALLENGE_LEN bytes), its MAC under C's key. */
+void channel_confirm_msg(struct conn *c, uint32_t counter,
+			 const uint8_t *challenge, struct edp_msg *m);
+/* Whether M is a RECONNECT_CONFIRM that C's peer made for CHALLENGE
+ * (counted in bad_mac when not). */
+bool channel_confirm_valid(struct rackd *d, struct conn *c,
+			   const struct edp_msg *m, const uint8_t *challenge);
 
 #endif

@@ -237,11 +237,54 @@ void hold_finish(struct rackd *d, struct conn *c)
 		finish_batch(d, &c, 1);
 }
 
+/*
+ * Whether P, from the peer of held C, is a segment its socket would take:
+ * an ACK (no SYN, no RST) whose sequence number lies within the socket's
+ * largest receive window of rcv_nxt and whose acknowledgement lies within
+ * the peer's largest window of snd_una, so beyond snd_nxt it cannot be
+ * either. Only such a segment shows that the peer is back: anyone who
+ * knows the connection's addresses and ports can send the others, and
+ * must guess where its sequence numbers are to make this one, as for any
+ * segment that moves a TCP socket (RFC 5961).
+ */
+static bool hold_acceptable(struct rackd *d, struct conn *c,
+			    const struct packet *p)
+{
+	struct conn_hold *h = c->hold;
+	struct conn_negotiated n;
+	uint32_t rwin, swin, end;
+
+	if ((p->flags & (TCP_FLAG_SYN | TCP_FLAG_RST)) ||
+	    !(p->flags & TCP_FLAG_ACK))
+		return false;
+	/* Unknown (the socket could not be read when held): asking again
+	 * costs, and anyone can send the segment that makes us ask. */
+	if (!h->known && rackd_unauth_query(d))
+		hold_read_progress(c);
+	if (!h->known)
+		return false;
+	conn_negotiate(c, &n);
+	rwin = 0xffffu << (n.wscale ? n.rcv_wscale : 0);
+	swin = 0xffffu << (n.wscale ? n.snd_wscale : 0);
+	end = p->seq + (uint32_t)p->payload_len +
+	      (p->flags & TCP_FLAG_FIN ? 1 : 0);
+	return (int64_t)(int32_t)(end - h->rcv_nxt) >= -(int64_t)rwin &&
+	       (int64_t)(int32_t)(p->seq - h->rcv_nxt) <= (int64_t)rwin &&
+	       (int64_t)(int32_t)(p->ack - h->snd_una) >= -(int64_t)swin &&
+	       (int64_t)(int32_t)(p->ack - h->snd_una) <= (int64_t)swin;
+}
+
 int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 		 uint8_t *out, size_t outsize)
 {
 	struct conn_hold *h = c->hold;
 
+	if (!hold_acceptable(d, c, p)) {
+		/* The socket decides about it as about any segment; nothing
+		 * here changes. Its window is closed all the same. */
+		d->live->stats.hold_unacceptable++;
+		goto closed;
+	}
 	/* Segments of a peer we have moved away from are no proof that it
 	 * follows us: only its acknowledgement of our reconnection is. Until
 	 * then the socket reads them, with the window still closed. */
@@ -262,7 +305,8 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 	}
 	/* Until then the window it sees stays closed, or its next timeout
 	 * would take the ordinary path and count since before the cut. */
-	if (p->window == 0 || p->len > outsize)
+closed:
+	if (p->window == 0 || !out || p->len > outsize)
 		return 0;
 	memcpy(out, p->data, p->len);
 	out[p->tcp_off + 14] = out[p->tcp_off + 15] = 0;

@@ -22,15 +22,18 @@
 #define TCP_STATE_CLOSING 11
 
 /* Reconnections of a working path are repeated this often until each is
- * acknowledged. */
+ * acknowledged (reconnect.c spaces each connection's own further), and
+ * sooner while the pacing of many held some back. */
 #define LIVE_RECONNECT_RETRY_MS 200
+#define LIVE_PACED_RETRY_MS 50
 /* After a local event (link up, new address), a suspended path is tried
  * at once and then after 50, 100, 200 and 400 ms. */
 #define LIVE_FAST_RETRY_MS 50
 #define LIVE_FAST_RETRIES 4
 /* Reconnections unanswered on a path that answers heartbeats are logged
- * once when this many went out over at least this long. */
-#define LIVE_UNANSWERED_MIN 10
+ * once when this many went out over at least this long (retries space
+ * out: 200, 400, 800 ms, ..., so four take 1.4 s). */
+#define LIVE_UNANSWERED_MIN 4
 #define LIVE_UNANSWERED_MS 2000
 
 static bool path_link_usable(struct rackd *d, const struct live_peer *p);
@@ -91,16 +94,21 @@ static void live_resume(struct rackd *d, struct live_peer *p)
 	char l[ADDR_STRLEN], r[ADDR_STRLEN];
 	unsigned n, ready = 0, moved = 0;
 	struct conn **batch = path_conns(p, &n);
+	bool paced = false;
 
 	p->suspended = false;
 	for (unsigned i = 0; i < n; i++) {
 		if (batch[i]->confirmed) {
 			batch[ready++] = batch[i];
 		} else {
-			d->live->ops->reconnect(d, batch[i]);
+			if (!paced && !d->live->ops->reconnect(d, batch[i]))
+				paced = true;
 			moved++;
 		}
 	}
+	/* The ones held back go at the next tick, soon. */
+	if (paced)
+		loop_timer_arm(d->loop, &p->timer, LIVE_PACED_RETRY_MS);
 	d->live->ops->path_up(d, batch, ready);
 	free(batch);
 	log_info("path %s -> %s: heard again: %u connection(s) resumed, %u "
@@ -166,15 +174,20 @@ static void warn_unanswered(struct rackd *d, struct conn *c)
 		  (unsigned long long)(waited % 1000 / 100));
 }
 
-/* Reconnections not yet acknowledged on a path that works: again. */
-static void resend_unconfirmed(struct rackd *d, struct live_peer *p)
+/* Reconnections not yet acknowledged on a path that works: again, as
+ * far as the pacing lets them; false when it held some back. */
+static bool resend_unconfirmed(struct rackd *d, struct live_peer *p)
 {
+	bool all = true;
+
 	for (struct conn *c = p->conns; c; c = c->host_next) {
 		if (c->confirmed)
 			continue;
 		warn_unanswered(d, c);
-		d->live->ops->reconnect(d, c);
+		if (all && !d->live->ops->reconnect(d, c))
+			all = false;
 	}
+	return all;
 }
 
 static bool path_unconfirmed(const struct live_peer *p)
@@ -241,10 +254,9 @@ static void live_tick(struct timer *t, void *arg)
 		probe(d, p);
 	}
 	next = iv;
-	if (!p->suspended && path_unconfirmed(p)) {
-		resend_unconfirmed(d, p);
-		next = LIVE_RECONNECT_RETRY_MS;
-	}
+	if (!p->suspended && path_unconfirmed(p))
+		next = resend_unconfirmed(d, p) ? LIVE_RECONNECT_RETRY_MS
+						: LIVE_PACED_RETRY_MS;
 	if (!p->suspended && p->last_heard + d->cfg->suspend_after_ms - now <
 				     next)
 		next = p->last_heard + d->cfg->suspend_after_ms - now;
@@ -379,7 +391,7 @@ struct live_peer *live_move(struct rackd *d, struct conn *c, bool suspended)
 void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 {
 	char o[ADDR_STRLEN], n[ADDR_STRLEN], r[ADDR_STRLEN];
-	unsigned count;
+	unsigned count, moving = 0;
 	struct conn **batch = path_conns(p, &count);
 	struct live_peer *np = NULL;
 
@@ -389,21 +401,38 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 		 addr_format(src, n, sizeof(n)), count);
 	for (unsigned i = 0; i < count; i++) {
 		struct conn *c = batch[i];
+		struct endpoint wl = { .addr = *src, .port = c->wire_local.port };
+		struct conn *other = conn_lookup_wire(&d->conns, &wl,
+						      &c->wire_remote);
 
-		c->wire_local.addr = *src;
-		d->live->ops->moving(c);
+		/* Another connection travels there already: two cannot
+		 * share a tuple. This one stays where it is, held. */
+		if (other && other != c) {
+			conn_log(c, "cannot move: its new endpoints are "
+				    "another connection's");
+			d->live->stats.move_collisions++;
+			continue;
+		}
+		conn_set_wire(&d->conns, c, &wl, NULL);
+		batch[moving++] = c;
 	}
-	if (splice_apply(d, batch, count)) {
+	if (splice_apply(d, batch, moving)) {
 		/* Nothing sent from an address the kernel cannot map back:
 		 * the next tick tries again. */
-		for (unsigned i = 0; i < count; i++)
-			batch[i]->wire_local.addr = p->local;
+		for (unsigned i = 0; i < moving; i++) {
+			struct endpoint wl = { .addr = p->local,
+					       .port = batch[i]->wire_local.port };
+
+			conn_set_wire(&d->conns, batch[i], &wl, NULL);
+		}
 		free(batch);
 		loop_timer_arm(d->loop, &p->timer, d->cfg->retry_interval_ms);
 		return;
 	}
-	for (unsigned i = 0; i < count; i++)
+	for (unsigned i = 0; i < moving; i++) {
+		d->live->ops->moving(batch[i]);
 		np = live_move(d, batch[i], true);	/* frees p at the end */
+	}
 	free(batch);
 	d->live->stats.migrations++;
 	if (np)

@@ -61,8 +61,12 @@ struct live_stats {
 	uint64_t windows_closed;	/* peer segments rewritten to window 0 */
 	uint64_t link_suspensions;	/* suspended at once by rtnetlink */
 	uint64_t resumed_by_traffic;	/* the socket heard from the peer first */
+	uint64_t hold_unacceptable;	/* peer segments of a held connection
+					 * outside its windows: no evidence */
 	uint64_t addr_suspensions;	/* suspended at once: address removed */
 	uint64_t migrations;		/* paths moved to a new local address */
+	uint64_t move_collisions;	/* connections that could not move:
+					 * another one travels there */
 	uint64_t reconnects_unanswered;	/* connections whose reconnections
 					 * went unanswered on a path that
 					 * answers heartbeats (logged once) */
@@ -83,8 +87,9 @@ struct live_ops {
 	void (*path_up)(struct rackd *d, struct conn **conns, unsigned n);
 	/* A parked path's timer: its connections are migrating. */
 	void (*parked_tick)(struct rackd *d, struct live_peer *p);
-	/* C must ask its peer to follow it to its wire endpoints. */
-	void (*reconnect)(struct rackd *d, struct conn *c);
+	/* C must ask its peer to follow it to its wire endpoints; false
+	 * when held back to pace many of them (try again soon). */
+	bool (*reconnect)(struct rackd *d, struct conn *c);
 	/* C's wire endpoints change: unconfirmed until the peer follows. */
 	void (*moving)(struct conn *c);
 	/* C, from a state file, joins a suspended path: held again, for

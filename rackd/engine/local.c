@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "lohost.h"
+#include "netlink.h"
 
 int local_source(const struct addr *dst, struct addr *src)
 {
@@ -58,6 +59,60 @@ int local_source(const struct addr *dst, struct addr *src)
 out:
 	close(fd);
 	return ret;
+}
+
+static int route_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct rtmsg *rtm;
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE ||
+	    nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
+		return MNL_CB_OK;
+	rtm = mnl_nlmsg_get_payload(nlh);
+	*(int *)data = rtm->rtm_type;
+	return MNL_CB_OK;
+}
+
+/* What the routing table does with packets to DST: RTN_UNICAST,
+ * RTN_LOCAL, RTN_BROADCAST, ...; -errno when it has no route. */
+static int route_type(const struct addr *dst)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct rtmsg *rtm;
+	int type = -ENOENT, ret;
+
+	nlh->nlmsg_type = RTM_GETROUTE;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = (uint32_t)time(NULL);
+	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+	rtm->rtm_family = dst->family;
+	rtm->rtm_dst_len = dst->family == AF_INET ? 32 : 128;
+	mnl_attr_put(nlh, RTA_DST, addr_len(dst), dst->bytes);
+	ret = netlink_transact(NETLINK_ROUTE, nlh, buf, sizeof(buf), route_cb,
+			       &type);
+	return ret ? ret : type;
+}
+
+bool local_remote_usable(const struct addr *a)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t zero[16];
+
+	if (a->family == AF_INET) {
+		/* 0/8 (this network), 127/8, 224/4 and 240/4 (multicast,
+		 * reserved, the limited broadcast). */
+		if (a->bytes[0] == 0 || a->bytes[0] == 127 ||
+		    a->bytes[0] >= 224)
+			return false;
+	} else if (!memcmp(a->bytes, zero, 15) || a->bytes[0] == 0xff ||
+		   !memcmp(a->bytes, v4mapped, sizeof(v4mapped))) {
+		/* ::, ::1, multicast, and IPv4 in IPv6's clothes. */
+		return false;
+	}
+	/* This host's own addresses, subnet broadcasts, and what it cannot
+	 * reach are no peer's. */
+	return route_type(a) == RTN_UNICAST;
 }
 
 static struct local_kept **find(struct local_state *s, const struct addr *a)

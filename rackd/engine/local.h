@@ -35,6 +35,10 @@ struct local_state {
 /* The source address the kernel would use to reach DST now; -errno when
  * there is no route (or only a tentative IPv6 address). */
 int local_source(const struct addr *dst, struct addr *src);
+/* Whether A can be a peer's address: a unicast address this host routes
+ * elsewhere (not one of its own, nor loopback, multicast, broadcast,
+ * unspecified or IPv4-mapped). */
+bool local_remote_usable(const struct addr *a);
 /* One more user of ADDR, kept on "lo" unless it is local anyway. */
 int local_keep(struct local_state *s, const struct addr *addr);
 /* One user less; the last one removes an address we added. */

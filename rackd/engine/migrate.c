@@ -117,8 +117,18 @@ int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 		}
 		/* Its segments leave from this host's address, with the
 		 * socket's own port: the peer follows on RECONNECT. */
-		c->wire_local.addr = src;
-		c->wire_local.port = c->local.port;
+		struct endpoint wl = { src, c->local.port };
+		struct conn *other = conn_lookup_wire(&d->conns, &wl,
+						      &c->wire_remote);
+
+		if (other && other != c) {
+			snprintf(err, errlen, "connection %llu would travel "
+				 "between the endpoints of connection %llu",
+				 (unsigned long long)c->id,
+				 (unsigned long long)other->id);
+			return -EADDRINUSE;
+		}
+		conn_set_wire(&d->conns, c, &wl, NULL);
 		c->migration = MIG_ARRIVING;
 		c->arrive_by = loop_now() + MIGRATE_ARRIVE_MS;
 		reconnect_begin(c);

@@ -63,6 +63,11 @@ int rcsyn_parse(const struct packet *p, struct edp_msg *m,
 	s->ack = p->ack;
 	s->has_ts = p->opt.has_timestamp;
 	s->tsval = p->opt.tsval;
+	/* The challenge follows the message's padded option. */
+	s->has_challenge = want == EDP_RECONNECT_ACK &&
+		p->payload_len >= EDP_NUMBERED_SIZE + EDP_CHALLENGE_LEN;
+	if (s->has_challenge)
+		memcpy(s->challenge, pl + EDP_NUMBERED_SIZE, EDP_CHALLENGE_LEN);
 	return 0;
 }
 
@@ -131,22 +136,32 @@ static size_t build_options(const struct conn *c, uint8_t type,
 }
 
 /* A SYN (ANSWER NULL) or SYN-ACK of C carrying the numbered message of
- * TYPE, from and to the endpoints its segments travel between. */
+ * TYPE (and, in a SYN-ACK, CHALLENGE), from WL to WR. */
 static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
-		    uint32_t counter, const struct rcsyn_seen *answer)
+		    uint32_t counter, const struct rcsyn_seen *answer,
+		    const struct endpoint *wl, const struct endpoint *wr,
+		    const uint8_t *challenge)
 {
-	uint8_t opt[EDP_RCSYN_OPTLEN], pay[EDP_NUMBERED_SIZE];
+	uint8_t opt[EDP_RCSYN_OPTLEN];
+	uint8_t pay[EDP_NUMBERED_SIZE + EDP_CHALLENGE_LEN];
 	struct edp_msg m;
 	size_t paylen;
+	/* An answer goes to where the SYN came from, which the splices
+	 * (of the connection's current endpoints) must not rewrite. */
 	struct inject_segment seg = {
-		.src = &c->wire_local, .dst = &c->wire_remote,
+		.src = wl, .dst = wr,
 		.flags = TCP_FLAG_SYN | (answer ? TCP_FLAG_ACK : 0),
 		.ack = answer ? answer->end : 0,
 		.window = RCSYN_WINDOW, .options = opt, .payload = pay,
+		.unspliced = answer != NULL,
 	};
 
 	channel_numbered_msg(c, type, counter, &m);
-	paylen = edp_option_build(&m, pay, sizeof(pay));
+	paylen = edp_option_build(&m, pay, EDP_NUMBERED_SIZE);
+	if (challenge) {
+		memcpy(pay + paylen, challenge, EDP_CHALLENGE_LEN);
+		paylen += EDP_CHALLENGE_LEN;
+	}
 	seg.optlen = build_options(c, type,
 				   answer && answer->has_ts ? answer->tsval : 0,
 				   opt);
@@ -159,17 +174,22 @@ static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
 
 int rcsyn_send_syn(struct rackd *d, struct conn *c, uint32_t counter)
 {
-	return send_syn(d, c, EDP_RECONNECT, counter, NULL);
+	return send_syn(d, c, EDP_RECONNECT, counter, NULL, &c->wire_local,
+			&c->wire_remote, NULL);
 }
 
 int rcsyn_send_synack(struct rackd *d, struct conn *c, uint32_t counter,
-		      const struct rcsyn_seen *syn)
+		      const struct rcsyn_seen *syn,
+		      const struct endpoint *wire_local,
+		      const struct endpoint *wire_remote,
+		      const uint8_t *challenge)
 {
-	return send_syn(d, c, EDP_RECONNECT_ACK, counter, syn);
+	return send_syn(d, c, EDP_RECONNECT_ACK, counter, syn, wire_local,
+			wire_remote, challenge);
 }
 
-int rcsyn_send_ack(struct rackd *d, struct conn *c,
-		   const struct rcsyn_seen *synack)
+int rcsyn_send_confirm(struct rackd *d, struct conn *c,
+		       const struct rcsyn_seen *synack)
 {
 	uint8_t opt[EDP_NUMBERED_SIZE];
 	struct edp_msg m;
@@ -179,7 +199,9 @@ int rcsyn_send_ack(struct rackd *d, struct conn *c,
 		.flags = TCP_FLAG_ACK, .window = RCSYN_WINDOW, .options = opt,
 	};
 
-	channel_numbered_msg(c, EDP_HEARTBEAT, ++c->edp->hb_out, &m);
+	if (!synack->has_challenge)
+		return -EPROTO;
+	channel_confirm_msg(c, ++c->edp->hb_out, synack->challenge, &m);
 	seg.optlen = edp_option_build(&m, opt, sizeof(opt));
 	return channel_inject(d, &seg);
 }

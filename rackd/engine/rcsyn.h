@@ -8,11 +8,13 @@
  *
  *   mover (wire endpoints)                      peer (wire endpoints)
  *   SYN  seq = snd_una - 1 - 36  ------------>  consumed; MAC, counter
- *        options of the original handshake      splice onto its source
- *        + marker, payload: RECONNECT (36)
- *        <----------  SYN-ACK seq = its snd_una - 1 - 36, ack = SYN end
- *                     payload: RECONNECT_ACK (36)
- *   ACK  seq = SYN end, ack = SYN-ACK end  -->  consumed (a heartbeat)
+ *        options of the original handshake      remembers its source
+ *        + marker, payload: RECONNECT (36)      and a random challenge
+ *        <----------  SYN-ACK seq = its snd_una - 1 - 52, ack = SYN end
+ *                     payload: RECONNECT_ACK (36), challenge (16)
+ *   ACK  seq = SYN end, ack = SYN-ACK end  -->  consumed: MAC over the
+ *        RECONNECT_CONFIRM (36)                 challenge; splice onto
+ *                                               the SYN's source
  *
  * Each SYN ends (seq + 1 + payload) exactly at its sender socket's
  * snd_una, so what the sockets send next continues the flow the
@@ -31,6 +33,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "keys.h"
 #include "option.h"
 #include "packet.h"
 
@@ -42,6 +45,9 @@ struct rcsyn_seen {
 	uint32_t ack;		/* SYN-ACK: the end of the SYN it answers */
 	bool has_ts;
 	uint32_t tsval;
+	/* SYN-ACK: the random bytes the third segment must answer. */
+	bool has_challenge;
+	uint8_t challenge[EDP_CHALLENGE_LEN];
 };
 
 /* Whether incoming P (a SYN or SYN-ACK) is a reconnection: its payload
@@ -54,14 +60,20 @@ int rcsyn_parse(const struct packet *p, struct edp_msg *m,
 		struct rcsyn_seen *s);
 /* RECONNECT with COUNTER in a SYN from C's wire endpoints; 0 or -errno. */
 int rcsyn_send_syn(struct rackd *d, struct conn *c, uint32_t counter);
-/* RECONNECT_ACK with COUNTER in a SYN-ACK answering SYN; 0 or -errno. */
+/* RECONNECT_ACK with COUNTER and CHALLENGE (EDP_CHALLENGE_LEN bytes) in
+ * a SYN-ACK answering SYN, from WIRE_LOCAL to WIRE_REMOTE (where the SYN
+ * came from, which C does not travel between yet); 0 or -errno. */
 int rcsyn_send_synack(struct rackd *d, struct conn *c, uint32_t counter,
-		      const struct rcsyn_seen *syn);
-/* The handshake's third segment after SYNACK: a heartbeat (the next
- * counter) at exactly the sequence numbers the handshake agreed on, so
- * that conntrack-like middleboxes see the flow established even when the
- * application has nothing to send. 0 or -errno. */
-int rcsyn_send_ack(struct rackd *d, struct conn *c,
-		   const struct rcsyn_seen *synack);
+		      const struct rcsyn_seen *syn,
+		      const struct endpoint *wire_local,
+		      const struct endpoint *wire_remote,
+		      const uint8_t *challenge);
+/* The handshake's third segment after SYNACK: a RECONNECT_CONFIRM (the
+ * next counter, its MAC over SYNACK's challenge) at exactly the sequence
+ * numbers the handshake agreed on, so that conntrack-like middleboxes see
+ * the flow established even when the application has nothing to send.
+ * 0 or -errno (-EPROTO: the SYN-ACK had no challenge). */
+int rcsyn_send_confirm(struct rackd *d, struct conn *c,
+		       const struct rcsyn_seen *synack);
 
 #endif

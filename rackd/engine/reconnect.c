@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h> /* before linux/ headers: libc-compat */
 #include <linux/netfilter.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -24,6 +25,15 @@ static void reconnect_flush(struct timer *t, void *arg);
 void reconnect_init(struct rackd *d)
 {
 	timer_init(&d->reconnect->flush, reconnect_flush, d);
+	reconnect_configure(d);
+}
+
+void reconnect_configure(struct rackd *d)
+{
+	uint32_t rate = d->cfg->reconnect_rate;
+
+	/* A fifth of a second's worth at once: the liveness tick's. */
+	ratelimit_init(&d->reconnect->pace, rate, rate / 5 ? rate / 5 : 1);
 }
 
 void reconnect_free(struct rackd *d)
@@ -36,17 +46,47 @@ void reconnect_free(struct rackd *d)
 	r->naccepted = r->cap = 0;
 }
 
-/* In a SYN (rcsyn.h): a zero-length segment of a flow no middlebox saw
- * open is dropped by every firewall that admits new flows only by a SYN. */
-void reconnect_send(struct rackd *d, struct conn *c)
+/* How long C's next reconnection waits after its last one: the liveness
+ * tick's retry at first, doubling while unanswered, up to
+ * retry_interval. */
+static uint64_t retry_delay(const struct rackd *d, const struct conn_edp *e)
 {
-	struct conn_edp *e = c->edp;
+	uint64_t delay = RECONNECT_RETRY_MS;
 
+	for (uint32_t i = 1; i < e->rc_pending && delay < d->cfg->retry_interval_ms;
+	     i++)
+		delay *= 2;
+	return delay < d->cfg->retry_interval_ms ? delay
+						 : d->cfg->retry_interval_ms;
+}
+
+/*
+ * In a SYN (rcsyn.h): a zero-length segment of a flow no middlebox saw
+ * open is dropped by every firewall that admits new flows only by a SYN.
+ * Paced: thousands of connections moving at once send no more than
+ * reconnect_rate SYNs a second between them (a burst of them overflows
+ * the links' and the peer's queues, and the ones lost there only come
+ * back later), and an unanswered one waits longer each time.
+ */
+bool reconnect_send(struct rackd *d, struct conn *c)
+{
+	struct reconnect_state *r = d->reconnect;
+	struct conn_edp *e = c->edp;
+	uint64_t now = loop_now();
+
+	if (e->rc_pending && now - e->rc_last_ms < retry_delay(d, e))
+		return true;		/* not due yet */
+	if (!ratelimit_take(&r->pace, now)) {
+		r->stats.paced++;
+		return false;
+	}
 	if (!e->rc_pending++)
-		e->rc_first_ms = loop_now();
+		e->rc_first_ms = now;
+	e->rc_last_ms = now;
 	e->rc_attempts++;
 	if (rcsyn_send_syn(d, c, ++e->hb_out) == 0)
-		d->reconnect->stats.sent++;
+		r->stats.sent++;
+	return true;
 }
 
 void reconnect_begin(struct conn *c)
@@ -119,20 +159,18 @@ static void reconnect_flush(struct timer *t, void *arg)
 
 	(void)t;
 	r->naccepted = 0;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		batch[i] = r->accepted[i].c;
+		batch[i]->edp->rc_queued = false;
+	}
 	if (splice_apply(d, batch, n))
 		goto out;
 	for (unsigned i = 0; i < n; i++) {
 		struct reconnect_pending *a = &r->accepted[i];
-		/* Answered in kind: a SYN with a SYN-ACK; a zero-length
-		 * RECONNECT (rackds before reconnection SYNs) likewise. */
-		int ret = a->syn ? rcsyn_send_synack(d, a->c, a->counter,
-						     &a->seen)
-				 : channel_send_numbered(d, a->c,
-						EDP_RECONNECT_ACK, a->counter);
 
-		if (ret == 0)
+		/* The confirmation's answer, which resumes the peer. */
+		if (channel_send_numbered(d, a->c, EDP_RECONNECT_ACK,
+					  a->counter) == 0)
 			d->reconnect->stats.sent++;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -141,11 +179,20 @@ out:
 	free(batch);
 }
 
-static void accept_later(struct rackd *d, struct conn *c, uint32_t counter,
-			 const struct rcsyn_seen *syn)
+static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
 {
 	struct reconnect_state *r = d->reconnect;
 	struct reconnect_pending *a;
+
+	/* Once per batch: the splice counts each entry it is given. The
+	 * latest counter is the one to answer. */
+	if (c->edp->rc_queued) {
+		for (unsigned i = 0; i < r->naccepted; i++)
+			if (r->accepted[i].c == c)
+				r->accepted[i].counter = counter;
+		return;
+	}
+	c->edp->rc_queued = true;
 
 	if (r->naccepted == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 64;
@@ -153,18 +200,22 @@ static void accept_later(struct rackd *d, struct conn *c, uint32_t counter,
 					    sizeof(*r->accepted));
 	}
 	a = &r->accepted[r->naccepted++];
-	*a = (struct reconnect_pending){ .c = c, .counter = counter,
-					 .syn = syn != NULL };
-	if (syn)
-		a->seen = *syn;
+	*a = (struct reconnect_pending){ .c = c, .counter = counter };
 	if (!timer_pending(&r->flush))
 		loop_timer_arm(d->loop, &r->flush, 0);
 }
 
-/* The peer moved (or asks again): follow it to the segment's endpoints. */
-static uint32_t reconnect_take(struct rackd *d, struct conn *c,
-			       const struct packet *p, uint32_t counter,
-			       const struct rcsyn_seen *syn)
+/*
+ * The peer asks us to follow it to where its SYN came from. Nothing is
+ * spliced yet: the source address is only what the SYN says, and the
+ * peer's rackd holds the key, not necessarily that address (a peer could
+ * name a third party's address and port, and have the third party's
+ * segments spliced into its own socket). The SYN-ACK goes there with a
+ * random challenge; only the third segment, from there, proving with
+ * the key that it read the challenge, moves the connection (confirm()).
+ */
+static uint32_t claim(struct rackd *d, struct conn *c, const struct packet *p,
+		      uint32_t counter, const struct rcsyn_seen *syn)
 {
 	struct conn_edp *e = c->edp;
 	struct endpoint wl = { .addr = p->dst, .port = p->dport };
@@ -180,7 +231,62 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
+	if (!local_remote_usable(&wr.addr)) {
+		d->reconnect->stats.refused_address++;
+		return NF_DROP;
+	}
 	e->hb_in = counter;
+	/* Retries of the same claim keep its challenge, so that a
+	 * confirmation of an earlier answer still counts. */
+	if (!e->rc_claim || loop_now() - e->rc_claim_ms > RECONNECT_CLAIM_MS ||
+	    !endpoint_equal(&wl, &e->rc_claim_local) ||
+	    !endpoint_equal(&wr, &e->rc_claim_remote)) {
+		e->rc_claim = true;
+		e->rc_claim_local = wl;
+		e->rc_claim_remote = wr;
+		randombytes_buf(e->rc_challenge, sizeof(e->rc_challenge));
+	}
+	e->rc_claim_ms = loop_now();
+	if (rcsyn_send_synack(d, c, counter, syn, &wl, &wr,
+			      e->rc_challenge) == 0)
+		d->reconnect->stats.challenges_out++;
+	return NF_DROP;
+}
+
+/* The third segment of a reconnection: from where the SYN came, proving
+ * that it read our SYN-ACK. The peer is there: follow it. */
+static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
+			const struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+	struct endpoint wl = { .addr = p->dst, .port = p->dport };
+	struct endpoint wr = { .addr = p->src, .port = p->sport };
+	struct conn *other;
+
+	if (!e->rc_claim || loop_now() - e->rc_claim_ms > RECONNECT_CLAIM_MS ||
+	    !endpoint_equal(&wl, &e->rc_claim_local) ||
+	    !endpoint_equal(&wr, &e->rc_claim_remote)) {
+		d->reconnect->stats.refused_unproven++;
+		return NF_DROP;
+	}
+	if (!channel_confirm_valid(d, c, m, e->rc_challenge)) {
+		d->reconnect->stats.refused_mac++;
+		return NF_DROP;
+	}
+	if (m->counter <= e->hb_in) {
+		d->reconnect->stats.refused_replay++;
+		return NF_DROP;
+	}
+	/* Another connection travels there: the kernel could not tell the
+	 * two apart (its segments would be spliced into this socket). */
+	other = conn_lookup_wire(&d->conns, &wl, &wr);
+	if (other && other != c) {
+		d->reconnect->stats.refused_collision++;
+		return NF_DROP;
+	}
+	e->hb_in = m->counter;
+	e->rc_claim = false;
+	sodium_memzero(e->rc_challenge, sizeof(e->rc_challenge));
 	d->reconnect->stats.accepted++;
 	c->confirmed = true;
 	if (c->migration == MIG_AWAY) {
@@ -193,16 +299,20 @@ static uint32_t reconnect_take(struct rackd *d, struct conn *c,
 	}
 	if (!endpoint_equal(&wl, &c->wire_local) ||
 	    !endpoint_equal(&wr, &c->wire_remote)) {
-		c->wire_local = wl;
-		c->wire_remote = wr;
+		conn_set_wire(&d->conns, c, &wl, &wr);
 		live_move(d, c, false);
 		event_moved(d, c);
 	}
-	accept_later(d, c, counter, syn);
+	accept_later(d, c, m->counter);
 	return NF_DROP;
 }
 
-/* Our reconnection was accepted: the peer splices onto our endpoints. */
+/*
+ * The peer answered our reconnection: in a SYN-ACK with its challenge,
+ * which our third segment answers (the peer then follows us); then with
+ * a zero-length RECONNECT_ACK of that segment's counter, once it has
+ * spliced: only now may our socket's segments go there.
+ */
 static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 				uint32_t counter, const struct rcsyn_seen *synack)
 {
@@ -212,11 +322,19 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 		d->reconnect->stats.refused_replay++;
 		return NF_DROP;
 	}
+	/* Without a challenge (a rackd before it): nothing to prove where
+	 * we are, so nothing taken from it. */
+	if (synack && !synack->has_challenge) {
+		d->reconnect->stats.refused_other++;
+		return NF_DROP;
+	}
 	e->hb_acked = counter;
 	d->reconnect->stats.acks_in++;
-	/* The handshake's third segment, before the sockets resume. */
-	if (synack && rcsyn_send_ack(d, c, synack) == 0)
-		d->reconnect->stats.acks_out++;
+	if (synack) {
+		if (rcsyn_send_confirm(d, c, synack) == 0)
+			d->reconnect->stats.acks_out++;
+		return NF_DROP;
+	}
 	if (counter > e->rc_base && !c->confirmed) {
 		c->confirmed = true;
 		e->rc_answers++;
@@ -241,17 +359,25 @@ static uint32_t reconnect_message(struct rackd *d, struct conn *c,
 		d->reconnect->stats.refused_other++;
 		return NF_DROP;
 	}
+	if (m->type == EDP_RECONNECT_CONFIRM)
+		return confirm(d, c, p, m);
 	if (!channel_numbered_valid(d, c, m)) {
 		d->reconnect->stats.refused_mac++;
 		return NF_DROP;
 	}
-	if (m->type == EDP_RECONNECT)
-		return reconnect_take(d, c, p, m->counter, syn);
-	return reconnect_acked(d, c, m->counter, syn);
+	if (m->type == EDP_RECONNECT_ACK)
+		return reconnect_acked(d, c, m->counter, syn);
+	/* A RECONNECT travels in a SYN; a zero-length one (rackds before
+	 * this protocol) could never be answered with a challenge. */
+	if (!syn) {
+		d->reconnect->stats.refused_other++;
+		return NF_DROP;
+	}
+	return claim(d, c, p, m->counter, syn);
 }
 
-/* Zero-length RECONNECTs, as rackds sent them before reconnection SYNs:
- * still followed (same MAC and counter checks), answered in kind. */
+/* Zero-length messages: the third segment of a reconnection
+ * (RECONNECT_CONFIRM), and the answer that resumes its sender. */
 static uint32_t reconnect_input(struct rackd *d, struct conn *c,
 				const struct packet *p,
 				const struct edp_msg *m)
@@ -284,7 +410,9 @@ int reconnect_handle_messages(struct rackd *d)
 {
 	int ret = channel_handle(d, EDP_RECONNECT, reconnect_input);
 
-	return ret ? ret : channel_handle(d, EDP_RECONNECT_ACK,
+	if (!ret)
+		ret = channel_handle(d, EDP_RECONNECT_ACK, reconnect_input);
+	return ret ? ret : channel_handle(d, EDP_RECONNECT_CONFIRM,
 					  reconnect_input);
 }
 
@@ -292,9 +420,10 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 		       const struct endpoint *peer, bool with_port)
 {
 	struct conn **batch, **held;
+	struct endpoint *was;	/* each one's wire endpoints before */
 	struct live_peer *path = NULL;
 	struct addr src, old = c->wire_remote.addr;
-	unsigned n = 0, nheld = 0;
+	unsigned n = 0, nheld = 0, moved = 0;
 	int ret;
 
 	if (!c->host || !c->edp || !c->edp->keyed)
@@ -304,22 +433,33 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 	if (local_source(&peer->addr, &src))
 		src = c->wire_local.addr;	/* no route yet: try later */
 	batch = xcalloc(d->conns.count, sizeof(*batch));
+	was = xcalloc(2 * d->conns.count, sizeof(*was));
 	for (struct conn *o = d->conns.head; o; o = o->next)
 		if (o == c || (!with_port && o->host && o->edp &&
 			       addr_equal(&o->wire_remote.addr, &old)))
 			batch[n++] = o;
 	for (unsigned i = 0; i < n; i++) {
-		batch[i]->wire_remote.addr = peer->addr;
-		if (with_port)
-			batch[i]->wire_remote.port = peer->port;
-		batch[i]->wire_local.addr = src;
-		reconnect_begin(batch[i]);
+		struct endpoint wl = { src, batch[i]->wire_local.port };
+		struct endpoint wr = { peer->addr, with_port ? peer->port :
+				       batch[i]->wire_remote.port };
+		struct conn *other = conn_lookup_wire(&d->conns, &wl, &wr);
+
+		/* Two connections cannot share the tuple their segments
+		 * travel with: the kernel could not tell them apart. */
+		if (other && other != batch[i]) {
+			ret = -EADDRINUSE;
+			goto undo;
+		}
+		was[2 * i] = batch[i]->wire_local;
+		was[2 * i + 1] = batch[i]->wire_remote;
+		conn_set_wire(&d->conns, batch[i], &wl, &wr);
+		moved = i + 1;
 	}
 	ret = splice_apply(d, batch, n);
-	if (ret) {
-		free(batch);
-		return ret;
-	}
+	if (ret)
+		goto undo;
+	for (unsigned i = 0; i < n; i++)
+		reconnect_begin(batch[i]);
 	/* Held until the peer follows: a segment reaching it on endpoints
 	 * it has not spliced yet would draw a RST. */
 	held = xcalloc(n ? n : 1, sizeof(*held));
@@ -333,6 +473,15 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 	live_probe_now(d, path);
 	free(held);
 	free(batch);
+	free(was);
 	d->reconnect->stats.manual++;
 	return (int)n;
+undo:
+	/* Nothing moved: every connection where it was, still confirmed. */
+	for (unsigned i = 0; i < moved; i++)
+		conn_set_wire(&d->conns, batch[i], &was[2 * i],
+			      &was[2 * i + 1]);
+	free(batch);
+	free(was);
+	return ret;
 }

@@ -5,23 +5,32 @@
  * splices its own side, then sends RECONNECT from the new endpoints: a
  * SYN that rackd crafts (rcsyn.h), whose payload is racks' option with
  * the connection id, a counter and a MAC under the connection's key. The
- * peer rackd consumes it and answers in a SYN-ACK; the mover completes
- * the handshake with a heartbeat, so that every NAT and stateful firewall
- * on the new path sees a flow open as any other.
+ * peer rackd answers in a SYN-ACK to where the SYN came from, with a
+ * random challenge; only the mover's third segment, from there and with
+ * a MAC over the challenge, makes the peer follow (return routability,
+ * as QUIC validates a path): the key proves who asks, the challenge that
+ * it receives at the address it names. Every NAT and stateful firewall on
+ * the new path sees a flow open as any other.
  *
  *   mover                                        peer
  *   splice (socket <-> new wire endpoints)
- *   SYN RECONNECT(id, n, mac)  -------------->   verify MAC, n > last n
- *                                                splice onto the segment's
- *                                                source and destination
- *                     <-----------------------   SYN-ACK RECONNECT_ACK
- *   ACK HEARTBEAT(n + 1, mac)  -------------->   (id, n, mac)
+ *   SYN RECONNECT(id, n, mac)  -------------->   verify MAC, n > last n;
+ *                                                remember the source and
+ *                     <-----------------------   a challenge C
+ *                          SYN-ACK RECONNECT_ACK(id, n, mac), C
+ *   ACK RECONNECT_CONFIRM(id, n + 1,
+ *       mac over C)  ------------------------>   from that source, MAC:
+ *                                                splice onto it
+ *                     <-----------------------   RECONNECT_ACK(n + 1)
  *   resume                                       resume
  *
- * Nothing changes on the peer before the MAC and the counter check out,
- * so a forger without the key, or a replay of an old reconnection, leaves
- * the connection untouched. Reconnections accepted together are spliced
- * in one nft transaction before any of them is answered.
+ * Nothing changes on the peer before the confirmation checks out, so a
+ * forger without the key, a replay of an old reconnection, or a peer
+ * naming someone else's address leaves the connection untouched; the
+ * mover's socket stays held until the peer has spliced, so nothing it
+ * sends can meet a kernel without the connection. Reconnections
+ * confirmed together are spliced in one nft transaction before any of
+ * them is answered.
  */
 #ifndef RACKS_RECONNECT_H
 #define RACKS_RECONNECT_H
@@ -33,6 +42,7 @@
 #include "event.h"
 #include "option.h"
 #include "packet.h"
+#include "ratelimit.h"
 #include "rcsyn.h"
 #include "timer.h"
 
@@ -45,35 +55,53 @@ struct reconnect_stats {
 	uint64_t manual;		/* rackctl peer */
 	uint64_t malformed;		/* reconnection SYN without a message */
 	uint64_t unknown;		/* reconnection SYN for no connection */
-	uint64_t acks_out;		/* handshakes completed (third segment) */
+	uint64_t acks_out;		/* third segments (confirmations) sent */
+	uint64_t challenges_out;	/* SYN-ACKs with a challenge sent */
+	uint64_t refused_address;	/* a SYN from an address no peer has:
+					 * ours, loopback, broadcast, ... */
+	uint64_t refused_unproven;	/* a confirmation from elsewhere than
+					 * the SYN, or without a SYN */
+	uint64_t paced;			/* SYNs held back by reconnect_rate */
+	uint64_t refused_collision;	/* onto another connection's tuple */
 };
 
-/* An accepted reconnection, to splice, answer and resume. */
+/* How long the peer has to confirm a reconnection from where its SYN
+ * came (the SYN-ACK's challenge is kept that long). */
+#define RECONNECT_CLAIM_MS 10000
+
+/* A confirmed reconnection, to splice, answer and resume. */
 struct reconnect_pending {
 	struct conn *c;
 	uint32_t counter;		/* the counter the answer carries */
-	bool syn;			/* it came in a SYN: answer a SYN-ACK */
-	struct rcsyn_seen seen;		/* that SYN's end and timestamp */
 };
 
 struct reconnect_state {
 	struct reconnect_pending *accepted;
 	unsigned naccepted, cap;
 	struct timer flush;
+	struct ratelimit pace;		/* reconnection SYNs sent */
 	struct reconnect_stats stats;
 };
+
+/* The first retry of an unanswered reconnection (then doubling, up to
+ * retry_interval). */
+#define RECONNECT_RETRY_MS 200
 
 struct rackd;
 
 void reconnect_init(struct rackd *d);
+/* The configuration changed (reload): its reconnect_rate from now on. */
+void reconnect_configure(struct rackd *d);
 void reconnect_free(struct rackd *d);
 /* C's wire endpoints changed: unconfirmed until the peer answers a
  * reconnection sent from now on. */
 void reconnect_begin(struct conn *c);
-/* Ask C's peer to follow C to its current wire endpoints. */
-void reconnect_send(struct rackd *d, struct conn *c);
-/* RECONNECT and RECONNECT_ACK go to reconnection (channel.h); 0 or
- * -errno. */
+/* Ask C's peer to follow C to its current wire endpoints, if C's last
+ * attempt is old enough; false when reconnect_rate holds it back (the
+ * caller tries again soon). */
+bool reconnect_send(struct rackd *d, struct conn *c);
+/* RECONNECT, RECONNECT_ACK and RECONNECT_CONFIRM go to reconnection
+ * (channel.h); 0 or -errno. */
 int reconnect_handle_messages(struct rackd *d);
 /* A reconnection SYN or SYN-ACK (rcsyn_carried()) arriving in P: always
  * consumed, whatever it says; returns the verdict (NF_DROP). */

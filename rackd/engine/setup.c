@@ -65,20 +65,39 @@ static void setup_retry(struct timer *t, void *arg)
 	loop_timer_arm(d->loop, &e->retry, e->retry_ms);
 }
 
+/* Our ephemeral key pair for C's set-up, and its public half in the
+ * transcript. */
+static void take_keypair(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+
+	keypool_take(&d->keys, &e->kp);
+	e->have_own_key = true;
+	memcpy(conn_is_client(c) ? e->t.pk_client : e->t.pk_server, e->kp.pk,
+	       EDP_KEY_LEN);
+}
+
 void setup_begin(struct rackd *d, struct conn *c)
 {
-	struct conn_edp *e = xcalloc(1, sizeof(*e));
+	struct conn_edp *e;
+
+	/* A set-up afresh (adoption after an abort): the old keys go first,
+	 * wiped, and out of the id index. */
+	setup_free(d, c);
+	e = xcalloc(1, sizeof(*e));
 
 	c->edp = e;
 	c->peer = PEER_RACKS;
 	set_state(c, CONN_SETUP);
 	e->started = loop_now();
 	e->phase = SETUP_WAIT_KEY;
-	keypool_take(&d->keys, &e->kp);
 	e->t.isn_client = conn_is_client(c) ? c->lend.isn : c->rend.isn;
 	e->t.isn_server = conn_is_client(c) ? c->rend.isn : c->lend.isn;
-	memcpy(conn_is_client(c) ? e->t.pk_client : e->t.pk_server, e->kp.pk,
-	       EDP_KEY_LEN);
+	/* The server's key pair waits for the client's KEY: anyone can
+	 * send a SYN with racks' offer from any address, and only a client
+	 * that receives our SYN-ACK gets a key pair's worth of work. */
+	if (conn_is_client(c))
+		take_keypair(d, c);
 	timer_init(&e->retry, setup_retry, c);
 	d->edp.setup_started++;
 	/* The deadline shares the handshake timer: one per connection. */
@@ -237,6 +256,8 @@ static void server_input(struct rackd *d, struct conn *c,
 	}
 	switch (m->type) {
 	case EDP_KEY:
+		if (!e->have_own_key)
+			take_keypair(d, c);
 		if (!setup_take_key(d, c, m->key))
 			return;
 		/* Answer every copy: our answer may be what got lost. */

@@ -26,6 +26,7 @@
 #include "sockdiag.h"
 
 /* Kernel TCP states (include/net/tcp_states.h) the sweep acts on. */
+#define TCP_STATE_ESTABLISHED 1
 #define TCP_STATE_TIME_WAIT 6
 #define TCP_STATE_CLOSE 7
 
@@ -49,6 +50,9 @@ static void track_expire(struct timer *t, void *arg)
 		hold_abort(d, c);
 		live_detach(d, c);
 		c->migration = MIG_NONE;
+		/* Reset on purpose: its keys go, as a released one's do. */
+		setup_free(d, c);
+		c->peer = PEER_NONE;
 		return;
 	}
 	if (c->hold) {
@@ -65,6 +69,8 @@ static void conn_end_set(struct conn_end *e, const struct packet *p)
 {
 	e->seen = true;
 	e->isn = p->seq;
+	e->paylen = p->payload_len > UINT16_MAX ? UINT16_MAX
+						: (uint16_t)p->payload_len;
 	e->has_mss = p->opt.has_mss;
 	e->mss = p->opt.mss;
 	e->has_wscale = p->opt.has_wscale;
@@ -170,12 +176,33 @@ static bool verdict_offered(struct queue *q, const struct queue_packet *qp,
 	return true;
 }
 
+/* An entry made by a SYN whose sender never proved its address: gone,
+ * to make room for another (halfopen.h). */
+static void evict(struct rackd *d, struct conn *c)
+{
+	conn_log(c, "evicted: half-open entries full");
+	d->stats.halfopen_evicted++;
+	/* Its SYN-ACK would still be diverted, to a connection we no longer
+	 * know: the flow leaves the offered set too. */
+	if (c->offered && c->state != CONN_RELEASED && d->offers &&
+	    loop_now() - c->created_mono < OFFERSET_TIMEOUT_MS)
+		(void)offerset_remove(d->offers, &c->local, &c->remote);
+	rackd_forget(d, c);
+}
+
 static struct conn *new_conn(struct rackd *d, const struct packet *p,
 			     bool outbound)
 {
 	struct endpoint local, remote;
-	struct conn *c;
+	struct conn *c, *victim;
 
+	if (!outbound) {
+		victim = conn_halfopen_victim(&d->conns, &p->src,
+					      d->cfg->max_half_open,
+					      d->cfg->max_half_open_per_prefix);
+		if (victim)
+			evict(d, victim);
+	}
 	if (d->conns.count >= d->cfg->max_connections) {
 		d->stats.conns_refused++;
 		return NULL;
@@ -186,6 +213,10 @@ static struct conn *new_conn(struct rackd *d, const struct packet *p,
 	timer_init(&c->expiry, track_expire, c);
 	c->created_mono = c->state_since = loop_now();
 	d->stats.conns_total++;
+	/* Anyone can send a SYN from any address: until its sender shows
+	 * that it receives what we send there, the entry is half-open. */
+	if (!outbound)
+		conn_halfopen_add(&d->conns, c);
 	conn_log(c, "handshake");
 	return c;
 }
@@ -201,23 +232,30 @@ struct conn *track_restore(struct rackd *d, const struct endpoint *local,
 	return c;
 }
 
-/* A SYN reusing the 4-tuple of a connection we remember starts afresh. */
-static void conn_restart(struct rackd *d, struct conn *c, enum conn_dir dir)
+/*
+ * A SYN with a new ISN (or in the other direction) on the endpoints of a
+ * connection we know. Our own kernel sends one only once the old socket
+ * is gone (closed, or in TIME_WAIT). An incoming one is judged by the
+ * kernel's socket, as the kernel judges it: a new ISN on a live socket is
+ * no new connection (the socket answers it with a challenge ACK, RFC
+ * 5961), and anyone who knows the four numbers of the flow can send it.
+ * Only when no live socket holds the endpoints does it start a connection.
+ */
+static bool syn_replaces(struct rackd *d, struct conn *c, bool outbound)
 {
-	conn_log(c, "replaced by a new handshake");
-	setup_free(d, c);
-	adopt_reset(d, c);
-	c->dir = dir;
-	c->state = CONN_HANDSHAKE;
-	c->peer = PEER_UNKNOWN;
-	c->offered = false;
-	c->syns = 0;
-	c->unmanaged = UNMANAGED_NO;
-	memset(&c->lend, 0, sizeof(c->lend));
-	memset(&c->rend, 0, sizeof(c->rend));
-	c->created = time(NULL);
-	c->created_mono = c->state_since = loop_now();
-	d->stats.conns_total++;
+	int state;
+
+	if (outbound)
+		return true;
+	/* Asking costs; without the budget, nothing changes. */
+	if (!rackd_unauth_query(d))
+		return false;
+	state = sockdiag_state(&c->local, &c->remote);
+	if (state == -ENOENT || state == TCP_STATE_TIME_WAIT ||
+	    state == TCP_STATE_CLOSE)
+		return true;
+	d->stats.syn_live_socket++;
+	return false;
 }
 
 /* Released as plain: WHY is kept unless an earlier cause was found. */
@@ -268,9 +306,21 @@ static void track_syn(struct rackd *d, struct queue *q,
 				d->edp.syn_fallback++;
 			return;
 		}
-	} else if (c)
-		conn_restart(d, c, dir);
-	else if (!(c = new_conn(d, p, outbound)))
+	} else if (c && !syn_replaces(d, c, outbound)) {
+		/* The kernel's business alone: nothing here changes. */
+		if (p->opt.racks_len)
+			verdict_stripped(d, q, qp, p);
+		else
+			queue_verdict(q, qp->id, NF_ACCEPT);
+		return;
+	} else if (c) {
+		/* The old connection is over: every module lets go of it
+		 * (its path, hold, splice, keys), and a new one begins. */
+		conn_log(c, "replaced by a new handshake");
+		rackd_forget(d, c);
+		c = NULL;
+	}
+	if (!c && !(c = new_conn(d, p, outbound)))
 		goto accept;
 	conn_end_set(outbound ? &c->lend : &c->rend, p);
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->syn_timeout_ms);
@@ -313,6 +363,13 @@ accept:
 }
 
 
+/* Whether SYN-ACK P acknowledges the SYN E: its SYN, and with TCP Fast
+ * Open some or all of the data the SYN carried. */
+static bool acks_syn(const struct conn_end *e, const struct packet *p)
+{
+	return p->ack - (e->isn + 1) <= e->paylen;
+}
+
 static void track_synack(struct rackd *d, struct queue *q,
 			 const struct queue_packet *qp, const struct packet *p,
 			 bool outbound)
@@ -320,16 +377,24 @@ static void track_synack(struct rackd *d, struct queue *q,
 	struct conn *c = lookup(d, p, outbound);
 
 	d->stats.synack++;
-	/* The SYN-ACK must travel against its SYN. */
-	if (!c || c->dir != (outbound ? CONN_INCOMING : CONN_OUTGOING)) {
+	/* The SYN-ACK must travel against its SYN and acknowledge it:
+	 * anything else answers no SYN we saw (the kernel resets or ignores
+	 * it) and must not change what we know of the connection. */
+	if (!c || c->dir != (outbound ? CONN_INCOMING : CONN_OUTGOING) ||
+	    !acks_syn(syn_end(c), p)) {
 		d->stats.synack_unmatched++;
-		queue_verdict(q, qp->id, NF_ACCEPT);
+		if (!outbound && p->opt.racks_len)
+			verdict_stripped(d, q, qp, p);
+		else
+			queue_verdict(q, qp->id, NF_ACCEPT);
 		return;
 	}
-	conn_end_set(outbound ? &c->lend : &c->rend, p);
 	if (c->state != CONN_HANDSHAKE) {
-		/* A retransmitted SYN-ACK: offer again if we did before. */
+		/* A retransmitted SYN-ACK (or a copy): its ISN and options
+		 * were taken the first time, and set-up is bound to them.
+		 * Offer again if we did before. */
 		if (outbound && c->peer == PEER_RACKS &&
+		    p->seq == c->lend.isn &&
 		    verdict_offered(q, qp, p, EDP_SYNACK))
 			return;
 		if (!outbound && p->opt.racks_len) {
@@ -339,6 +404,7 @@ static void track_synack(struct rackd *d, struct queue *q,
 		queue_verdict(q, qp->id, NF_ACCEPT);
 		return;
 	}
+	conn_end_set(outbound ? &c->lend : &c->rend, p);
 
 	if (outbound) {
 		/* We are the server: answer racks with racks. */
@@ -406,7 +472,9 @@ static void track_inbound_held(struct rackd *d, struct queue *q,
 static void pass_on(struct rackd *d, struct queue *q,
 		    const struct queue_packet *qp, bool outbound)
 {
-	if (outbound)
+	/* Marked already, it came back past every rule that lets marked
+	 * segments by and met one that does not: never round again. */
+	if (outbound || qp->mark == d->cfg->mark)
 		queue_verdict(q, qp->id, NF_ACCEPT);
 	else
 		queue_verdict_repeat(q, qp->id, d->cfg->mark);
@@ -505,6 +573,9 @@ static void sweep_socket(void *arg, const struct sockdiag_entry *e)
 	if (c) {
 		c->swept = true;
 		c->tcp_state = e->state;
+		/* Established: the peer acknowledged our SYN-ACK. */
+		if (e->state == TCP_STATE_ESTABLISHED)
+			conn_halfopen_proven(&d->conns, c);
 		/* Closing for good: nothing left to keep alive, and the peer
 		 * may have forgotten it already. */
 		/* Its path, kept address and map entries go (event.h): a

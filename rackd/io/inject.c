@@ -20,7 +20,8 @@
 #define INJECT_MAX 0xffff
 
 struct inject {
-	int fd4, fd6;
+	int fd4, fd6;		/* rackd's mark */
+	int fd4u, fd6u;		/* the unspliced mark (inject_segment) */
 };
 
 static int raw_socket(int family, uint32_t mark)
@@ -40,18 +41,23 @@ static int raw_socket(int family, uint32_t mark)
 	return fd;
 }
 
-int inject_open(struct inject **out, uint32_t mark)
+int inject_open(struct inject **out, uint32_t mark, uint32_t unspliced_mark)
 {
 	struct inject *inj = xcalloc(1, sizeof(*inj));
+	int *fds[] = { &inj->fd4, &inj->fd6, &inj->fd4u, &inj->fd6u };
 
 	*out = NULL;
 	inj->fd4 = raw_socket(AF_INET, mark);
 	inj->fd6 = raw_socket(AF_INET6, mark);
-	if (inj->fd4 < 0 || inj->fd6 < 0) {
-		int err = inj->fd4 < 0 ? inj->fd4 : inj->fd6;
+	inj->fd4u = raw_socket(AF_INET, unspliced_mark);
+	inj->fd6u = raw_socket(AF_INET6, unspliced_mark);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] < 0) {
+			int err = *fds[i];
 
-		inject_close(inj);
-		return err;
+			inject_close(inj);
+			return err;
+		}
 	}
 	*out = inj;
 	return 0;
@@ -61,17 +67,21 @@ void inject_close(struct inject *inj)
 {
 	if (!inj)
 		return;
-	if (inj->fd4 >= 0)
-		close(inj->fd4);
-	if (inj->fd6 >= 0)
-		close(inj->fd6);
+	for (int *fd = &inj->fd4; fd <= &inj->fd6u; fd++)
+		if (*fd >= 0)
+			close(*fd);
 	free(inj);
 }
 
-void inject_set_mark(struct inject *inj, uint32_t mark)
+void inject_set_mark(struct inject *inj, uint32_t mark,
+		     uint32_t unspliced_mark)
 {
 	setsockopt(inj->fd4, SOL_SOCKET, SO_MARK, &mark, sizeof(mark));
 	setsockopt(inj->fd6, SOL_SOCKET, SO_MARK, &mark, sizeof(mark));
+	setsockopt(inj->fd4u, SOL_SOCKET, SO_MARK, &unspliced_mark,
+		   sizeof(unspliced_mark));
+	setsockopt(inj->fd6u, SOL_SOCKET, SO_MARK, &unspliced_mark,
+		   sizeof(unspliced_mark));
 }
 
 static void put16(uint8_t *p, uint32_t v)
@@ -151,7 +161,7 @@ int inject_build(const struct inject_segment *seg, uint8_t *out,
 }
 
 static int send_raw(struct inject *inj, const struct addr *dst,
-		    const uint8_t *buf, size_t len)
+		    const uint8_t *buf, size_t len, bool unspliced)
 {
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sslen;
@@ -163,14 +173,14 @@ static int send_raw(struct inject *inj, const struct addr *dst,
 		sin->sin_family = AF_INET;
 		memcpy(&sin->sin_addr, dst->bytes, 4);
 		sslen = sizeof(*sin);
-		fd = inj->fd4;
+		fd = unspliced ? inj->fd4u : inj->fd4;
 	} else {
 		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 
 		sin6->sin6_family = AF_INET6;
 		memcpy(&sin6->sin6_addr, dst->bytes, 16);
 		sslen = sizeof(*sin6);
-		fd = inj->fd6;
+		fd = unspliced ? inj->fd6u : inj->fd6;
 	}
 	if (sendto(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&ss,
 		   sslen) < 0)
@@ -217,36 +227,16 @@ int inject_unreachable(struct inject *inj, const struct endpoint *local,
 					   IPPROTO_ICMPV6, (uint32_t)icmp_len),
 			       icmp, icmp_len);
 	put16(icmp + 2, (uint16_t)~csum_fold(sum));
-	return send_raw(inj, &local->addr, buf, total);
+	return send_raw(inj, &local->addr, buf, total, false);
 }
 
 int inject_send(struct inject *inj, const struct inject_segment *seg)
 {
 	uint8_t buf[2048];
-	struct sockaddr_storage ss = { 0 };
-	socklen_t sslen;
 	int len = inject_build(seg, buf, sizeof(buf));
-	int fd;
 
 	if (len < 0)
 		return len;
-	if (seg->dst->addr.family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-		sin->sin_family = AF_INET;
-		memcpy(&sin->sin_addr, seg->dst->addr.bytes, 4);
-		sslen = sizeof(*sin);
-		fd = inj->fd4;
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-		sin6->sin6_family = AF_INET6;
-		memcpy(&sin6->sin6_addr, seg->dst->addr.bytes, 16);
-		sslen = sizeof(*sin6);
-		fd = inj->fd6;
-	}
-	if (sendto(fd, buf, (size_t)len, MSG_DONTWAIT,
-		   (struct sockaddr *)&ss, sslen) < 0)
-		return -errno;
-	return 0;
+	return send_raw(inj, &seg->dst->addr, buf, (size_t)len,
+			seg->unspliced);
 }

@@ -7,6 +7,7 @@
 #ifndef RACKS_INJECT_H
 #define RACKS_INJECT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,11 +25,18 @@ struct inject_segment {
 	size_t optlen;
 	const uint8_t *payload;
 	size_t paylen;
+	/* Past the splices: sent with the unspliced mark, which the
+	 * splicing rules let by (a reconnection's SYN-ACK to where a SYN
+	 * came from, which may be the socket's own endpoints while the
+	 * connection is still spliced elsewhere). */
+	bool unspliced;
 };
 
-int inject_open(struct inject **out, uint32_t mark);
+/* Raw sockets carrying MARK, and UNSPLICED_MARK for unspliced segments. */
+int inject_open(struct inject **out, uint32_t mark, uint32_t unspliced_mark);
 void inject_close(struct inject *inj);
-void inject_set_mark(struct inject *inj, uint32_t mark);
+void inject_set_mark(struct inject *inj, uint32_t mark,
+		     uint32_t unspliced_mark);
 /* Build the segment (IP header, TCP header, checksums) and send it. */
 int inject_send(struct inject *inj, const struct inject_segment *seg);
 /*

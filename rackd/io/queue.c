@@ -34,11 +34,14 @@ struct queue {
 	struct queue_stats stats;
 };
 
-static int queue_config(struct queue *q, uint32_t maxlen)
+static int queue_config(struct queue *q, uint32_t maxlen, bool fail_open)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh;
-	uint32_t flags = NFQA_CFG_F_GSO | NFQA_CFG_F_FAIL_OPEN;
+	/* Both flags always in the mask: a queue bound without fail-open
+	 * has it cleared, whatever an earlier binder set. */
+	uint32_t mask = NFQA_CFG_F_GSO | NFQA_CFG_F_FAIL_OPEN;
+	uint32_t flags = NFQA_CFG_F_GSO | (fail_open ? NFQA_CFG_F_FAIL_OPEN : 0);
 	int ret;
 
 	/* Bind, copy range, length and flags in one message: the kernel
@@ -50,7 +53,7 @@ static int queue_config(struct queue *q, uint32_t maxlen)
 	nfq_nlmsg_cfg_put_params(nlh, NFQNL_COPY_PACKET, 0xffff);
 	nfq_nlmsg_cfg_put_qmaxlen(nlh, maxlen);
 	mnl_attr_put_u32(nlh, NFQA_CFG_FLAGS, htonl(flags));
-	mnl_attr_put_u32(nlh, NFQA_CFG_MASK, htonl(flags));
+	mnl_attr_put_u32(nlh, NFQA_CFG_MASK, htonl(mask));
 
 	if (mnl_socket_sendto(q->nl, nlh, nlh->nlmsg_len) < 0)
 		return -errno;
@@ -62,8 +65,8 @@ static int queue_config(struct queue *q, uint32_t maxlen)
 	return ret < 0 ? -errno : 0;
 }
 
-int queue_open(struct queue **out, uint16_t num, uint32_t maxlen, queue_fn fn,
-	       void *arg)
+int queue_open(struct queue **out, uint16_t num, uint32_t maxlen,
+	       bool fail_open, queue_fn fn, void *arg)
 {
 	struct queue *q = xcalloc(1, sizeof(*q));
 	int fd, one = 1, rcvbuf = QUEUE_SOCK_RCVBUF, err;
@@ -91,7 +94,7 @@ int queue_open(struct queue **out, uint16_t num, uint32_t maxlen, queue_fn fn,
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
 		       sizeof(rcvbuf)) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	err = queue_config(q, maxlen);
+	err = queue_config(q, maxlen, fail_open);
 	if (err)
 		goto err;
 	q->batch = mnl_nlmsg_batch_start(q->verdict_buf, QUEUE_VERDICT_BUF / 2);

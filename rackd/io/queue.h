@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The NFQUEUE socket (libmnl + libnetfilter_queue's nlmsg helpers):
- * binds one queue with GSO, fail-open, a copy range of 0xffff and an
- * explicit queue length; drains it in bursts and returns verdicts in
- * batches, several per sendmsg.
+ * binds one queue with GSO, a copy range of 0xffff, an explicit queue
+ * length and, if asked, fail-open (a full queue lets packets pass rather
+ * than drop them); drains it in bursts and returns verdicts in batches,
+ * several per sendmsg.
  */
 #ifndef RACKS_QUEUE_H
 #define RACKS_QUEUE_H
@@ -36,9 +37,11 @@ struct queue;
 typedef void (*queue_fn)(void *arg, struct queue *q,
 			 const struct queue_packet *pkt);
 
-/* Bind queue NUM; FN decides each packet by calling queue_verdict(). */
-int queue_open(struct queue **out, uint16_t num, uint32_t maxlen, queue_fn fn,
-	       void *arg);
+/* Bind queue NUM (MAXLEN packets waiting at most, FAIL_OPEN: accepted
+ * beyond that, else dropped); FN decides each packet by calling
+ * queue_verdict(). */
+int queue_open(struct queue **out, uint16_t num, uint32_t maxlen,
+	       bool fail_open, queue_fn fn, void *arg);
 void queue_close(struct queue *q);
 int queue_fd(const struct queue *q);
 /* Drain the socket; call from the event loop when it is readable. */

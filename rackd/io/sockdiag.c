@@ -122,7 +122,8 @@ out:
 
 struct progress_ctx {
 	struct sockdiag_progress *out;
-	bool found;
+	bool found;		/* its tcp_info came */
+	bool seen;		/* the socket itself came (state set) */
 };
 
 static int progress_attr(const struct nlattr *a, void *data)
@@ -162,21 +163,20 @@ static int progress_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_ERROR;
 	m = mnl_nlmsg_get_payload(nlh);
 	ctx->out->state = m->idiag_state;
+	ctx->seen = true;
 	return mnl_attr_parse(nlh, sizeof(*m), progress_attr, ctx);
 }
 
-int sockdiag_progress(const struct endpoint *local,
-		      const struct endpoint *remote,
-		      struct sockdiag_progress *out)
+/* Ask for the one socket LOCAL <-> REMOTE; CTX says what came. */
+static int query(const struct endpoint *local, const struct endpoint *remote,
+		 struct progress_ctx *ctx)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct inet_diag_req_v2 *req;
-	struct progress_ctx ctx = { out, false };
 	uint32_t seq = (uint32_t)time(NULL);
-	int ret;
 
-	memset(out, 0, sizeof(*out));
+	memset(ctx->out, 0, sizeof(*ctx->out));
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	nlh->nlmsg_flags = NLM_F_REQUEST;
 	nlh->nlmsg_seq = seq;
@@ -191,7 +191,31 @@ int sockdiag_progress(const struct endpoint *local,
 	memcpy(req->id.idiag_dst, remote->addr.bytes, addr_len(&remote->addr));
 	req->id.idiag_cookie[0] = req->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
 
-	ret = netlink_transact(NETLINK_SOCK_DIAG, nlh, buf, sizeof(buf),
-			       progress_cb, &ctx);
+	return netlink_transact(NETLINK_SOCK_DIAG, nlh, buf, sizeof(buf),
+				progress_cb, ctx);
+}
+
+int sockdiag_progress(const struct endpoint *local,
+		      const struct endpoint *remote,
+		      struct sockdiag_progress *out)
+{
+	struct progress_ctx ctx = { out, false, false };
+	int ret = query(local, remote, &ctx);
+
 	return ret ? ret : ctx.found ? 0 : -ENOENT;
+}
+
+int sockdiag_state(const struct endpoint *local, const struct endpoint *remote)
+{
+	struct sockdiag_progress pr;
+	struct progress_ctx ctx = { &pr, false, false };
+	int ret = query(local, remote, &ctx);
+
+	/* The kernel's exact lookup falls back to a listener on the
+	 * local end: that is no socket of this flow. */
+	if (ret)
+		return ret;
+	if (!ctx.seen || pr.state == TCP_STATE_LISTEN)
+		return -ENOENT;
+	return pr.state;
 }

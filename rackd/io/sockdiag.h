@@ -50,4 +50,9 @@ int sockdiag_progress(const struct endpoint *local,
 		      const struct endpoint *remote,
 		      struct sockdiag_progress *out);
 
+/* The state of the socket LOCAL <-> REMOTE (TCP_ESTABLISHED, ...,
+ * TIME_WAIT and request sockets included), or -ENOENT when there is none
+ * (a listener on LOCAL is none), or another -errno. */
+int sockdiag_state(const struct endpoint *local, const struct endpoint *remote);
+
 #endif

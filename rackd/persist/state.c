@@ -560,8 +560,7 @@ static bool restore(struct rackd *d, const struct saved *s, time_t now)
 	    sockdiag_progress(&s->local, &s->remote, &pr))
 		return false;
 	c = track_restore(d, &s->local, &s->remote, s->dir);
-	c->wire_local = s->wire_local;
-	c->wire_remote = s->wire_remote;
+	conn_set_wire(&d->conns, c, &s->wire_local, &s->wire_remote);
 	c->confirmed = s->confirmed;
 	c->reconnections = s->reconnections;
 	c->suspensions = s->suspensions;
@@ -595,6 +594,25 @@ static bool restore(struct rackd *d, const struct saved *s, time_t now)
 	return true;
 }
 
+/*
+ * An address the previous rackd kept on lo for a connection that did not
+ * come back (its socket closed meanwhile) is nobody's now: removed, unless
+ * a connection restored keeps it, so that the host does not go on owning
+ * an address it lost (another host may have it now).
+ */
+static void release_orphans(struct rackd *d, const struct saved *saved,
+			    unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct addr *a = &saved[i].local.addr;
+
+		if (!saved[i].kept_local || local_is_kept(d->local, a))
+			continue;
+		local_adopt(d->local, a);	/* ours, added by us */
+		local_unkeep(d->local, a);	/* and no one's now */
+	}
+}
+
 void state_load(struct rackd *d)
 {
 	struct state_file *s = d->state;
@@ -626,6 +644,7 @@ void state_load(struct rackd *d)
 			else
 				s->skipped++;
 		}
+		release_orphans(d, saved, n);
 		sodium_memzero(saved, n * sizeof(*saved));
 		free(saved);
 		sodium_memzero(buf, len);
@@ -671,8 +690,7 @@ struct conn *state_import(struct rackd *d, char *line, char *err,
 		goto out;
 	}
 	c = track_restore(d, &s.local, &s.remote, s.dir);
-	c->wire_local = s.wire_local;
-	c->wire_remote = s.wire_remote;
+	conn_set_wire(&d->conns, c, &s.wire_local, &s.wire_remote);
 	c->confirmed = s.confirmed;
 	c->reconnections = s.reconnections;
 	c->suspensions = s.suspensions;

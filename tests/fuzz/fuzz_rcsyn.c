@@ -20,9 +20,16 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
 	abort();
 }
 
-int inject_send(struct inject *inj, const struct inject_segment *seg)
+void channel_confirm_msg(struct conn *c, uint32_t counter,
+			 const uint8_t *challenge, struct edp_msg *m)
 {
-	(void)inj, (void)seg;
+	(void)c, (void)counter, (void)challenge, (void)m;
+	abort();
+}
+
+int channel_inject(struct rackd *d, const struct inject_segment *seg)
+{
+	(void)d, (void)seg;
 	abort();
 }
 
@@ -76,5 +83,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	INVARIANT(memcmp(buf, pl, EDP_NUMBERED_LEN) == 0);
 	INVARIANT(s.end == pkt.seq + 1 + (uint32_t)pkt.payload_len);
 	INVARIANT(s.ack == pkt.ack);
+	/* A challenge only in a SYN-ACK, and only whole. */
+	INVARIANT(!s.has_challenge || (m.type == EDP_RECONNECT_ACK &&
+		  pkt.payload_len >= EDP_NUMBERED_SIZE + EDP_CHALLENGE_LEN));
+	if (s.has_challenge)
+		INVARIANT(memcmp(s.challenge, pl + EDP_NUMBERED_SIZE,
+				 EDP_CHALLENGE_LEN) == 0);
 	return 0;
 }

@@ -26,6 +26,7 @@ unsigned fake_nsent, fake_unreachables, fake_expired;
 struct sockdiag_progress fake_progress;
 int fake_progress_err;
 unsigned fake_progress_calls;
+int fake_sock_state;
 unsigned fake_held_added, fake_held_removed;
 int fake_ruleset_err;
 struct fake_event fake_events[FAKE_MAX];
@@ -107,6 +108,15 @@ int sockdiag_progress(const struct endpoint *local,
 	return 0;
 }
 
+int sockdiag_state(const struct endpoint *local, const struct endpoint *remote)
+{
+	(void)local, (void)remote;
+	fake_progress_calls++;
+	if (fake_progress_err)
+		return -fake_progress_err;
+	return fake_sock_state;
+}
+
 int ruleset_held(const struct config *cfg, struct conn *const *conns,
 		 unsigned n, bool add, bool chains, bool spliced, bool adopting,
 		 char *err, size_t errlen)
@@ -166,6 +176,8 @@ void fake_rackd(struct rackd *d)
 	d->migrate = &migrate;
 	d->channel = &channel;
 	d->cfg = config_defaults();
+	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
+		       RACKD_UNAUTH_QUERY_BURST);
 	conn_table_init(&d->conns);
 	timer_heap_free(&heap);
 	timer_heap_init(&heap);
@@ -176,6 +188,7 @@ void fake_rackd(struct rackd *d)
 	fake_progress_calls = 0;
 	memset(&fake_progress, 0, sizeof(fake_progress));
 	fake_progress.state = 1;	/* TCP_ESTABLISHED */
+	fake_sock_state = 1;
 	event_subscribe(&d->events, EVENT_ALL, record, NULL);
 }
 

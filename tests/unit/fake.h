@@ -45,6 +45,9 @@ extern unsigned fake_unreachables;	/* inject_unreachable() calls */
 extern struct sockdiag_progress fake_progress;
 extern int fake_progress_err;
 extern unsigned fake_progress_calls;
+/* What sockdiag_state() answers (a TCP state, or -errno); counted in
+ * fake_progress_calls too. */
+extern int fake_sock_state;
 
 /* ruleset_held() calls: connections added and removed, errors to give. */
 extern unsigned fake_held_added, fake_held_removed;

@@ -7,7 +7,9 @@
  * role from the numbers); a tie refused; taking a peer's larger numbers
  * only when ours were learnt, and only a little; messages outside the
  * window refused; a managed connection adopted again only for its exact
- * numbers.
+ * numbers and only once a heartbeat under its key went unanswered (never
+ * when the peer answers, never while held); an unknown flow's ADOPT
+ * taken only once its numbers check out against the learnt ones.
  */
 #include "../../rackd/engine/adopt.c"
 
@@ -36,6 +38,26 @@ bool channel_seq_plausible(struct conn *c, const struct packet *p)
 {
 	(void)c, (void)p;
 	return plausible;
+}
+
+/* Numbers kept from before ours were learnt: plausible unless they are
+ * the ones in FORGED_SEQ. */
+static uint32_t forged_seq = 0xdead;
+
+bool channel_numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
+{
+	(void)c, (void)ack;
+	return seq != forged_seq;
+}
+
+static unsigned heartbeats;
+
+int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
+			  uint32_t counter)
+{
+	(void)d, (void)c, (void)counter;
+	heartbeats += type == EDP_HEARTBEAT;
+	return 0;
 }
 
 int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn)
@@ -138,7 +160,7 @@ static struct conn *setup(void)
 	memset(&state, 0, sizeof(state));
 	d.adopt = &state;
 	adopt_set_ops(&d, &ops);
-	nsent = setups = learns = releases = 0;
+	nsent = setups = learns = releases = heartbeats = 0;
 	plausible = true;
 	c = fake_conn(&d, "10.0.0.1:40000", "10.0.0.2:80", true);
 	free(c->edp);
@@ -331,23 +353,143 @@ TEST(test_outside_the_window_is_refused)
 	teardown();
 }
 
-TEST(test_managed_connection_adopted_again_only_for_its_numbers)
+/* A managed connection, keyed, whose peer says it forgot it. */
+static struct conn *managed(void)
 {
 	struct conn *c = setup();
 
 	c->state = CONN_CONNECTED;
 	c->peer = PEER_RACKS;
 	c->edp = xcalloc(1, sizeof(*c->edp));
+	c->edp->keyed = true;
+	return c;
+}
+
+static void managed_teardown(struct conn *c)
+{
+	free(c->edp);
+	c->edp = NULL;
+	teardown();
+}
+
+TEST(test_managed_connection_adopted_again_only_for_its_numbers)
+{
+	struct conn *c = managed();
+
 	peer_says(c, 2001, 1002, 0);	/* not quite */
+	CHECK_EQ_INT(heartbeats, 0);
+	CHECK_EQ_INT(state.stats.readopt_asked, 0);
+	/* Its exact numbers: no release yet, a heartbeat under the key asks
+	 * the peer whether it still holds it. */
+	peer_says(c, 2001, 1001, 0);
 	CHECK_EQ_INT(releases, 0);
+	CHECK_EQ_INT(heartbeats, 1);
+	CHECK_EQ_INT(state.stats.readopt_asked, 1);
 	CHECK_EQ_INT(c->state, CONN_CONNECTED);
+	/* Asked again before it had time to answer: nothing yet. */
+	fake_advance(READOPT_WAIT_MS - 1);
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(releases, 0);
+	CHECK_EQ_INT(heartbeats, 1);
+	/* Unanswered, and the peer still asks: it forgot. */
+	fake_advance(1);
 	peer_says(c, 2001, 1001, 0);
 	CHECK_EQ_INT(releases, 1);
 	CHECK_EQ_INT(state.stats.readopted, 1);
 	CHECK_EQ_INT(c->cause, UNMANAGED_PEER_FORGOT);
 	CHECK_EQ_INT(setups, 1);	/* the numbers matched at once */
-	free(c->edp);
-	c->edp = NULL;
+	managed_teardown(c);
+}
+
+/* Anyone who saw the handshake knows the numbers of an ADOPT: the peer's
+ * answer under the key shows it was not the peer, and nothing changes. */
+TEST(test_forged_adopt_never_releases_a_keyed_connection)
+{
+	struct conn *c = managed();
+
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(heartbeats, 1);
+	c->edp->hb_acked = c->edp->hb_out;	/* answered */
+	fake_advance(10 * READOPT_WAIT_MS);
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(releases, 0);
+	CHECK_EQ_INT(c->state, CONN_CONNECTED);
+	CHECK_EQ_INT(state.stats.readopt_refused, 1);
+	CHECK_EQ_INT(state.stats.readopted, 0);
+	/* Held, or resuming: never touched, not even asked. */
+	c->state = CONN_SUSPENDED;
+	c->edp->readopt_hb = 0;
+	peer_says(c, 2001, 1001, 0);
+	fake_advance(10 * READOPT_WAIT_MS);
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(releases, 0);
+	CHECK_EQ_INT(heartbeats, 2);
+	CHECK_EQ_INT(state.stats.readopt_refused, 3);
+	managed_teardown(c);
+}
+
+/* An ADOPT for a flow we do not know starts its adoption, but its numbers
+ * count only once ours are learnt and show it sat where the connection
+ * is: a forged one raises nothing. */
+TEST(test_unknown_flows_adopt_checked_once_learnt)
+{
+	struct endpoint local, remote;
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_ADOPT,
+			     .x_own = 1901 + 1000, .x_peer = 1001 };
+	struct packet p = { .flags = TCP_FLAG_ACK, .seq = forged_seq };
+	struct adopt_learnt l = { .x_snd = 1001, .x_rcv = 1901,
+				  .active = false, .active_known = true };
+	bool port;
+	struct conn *c;
+
+	setup();
+	CHECK(endpoint_parse("10.0.0.9:5000", &remote, &port) == 0);
+	CHECK(endpoint_parse("10.0.0.1:80", &local, &port) == 0);
+	p.src = remote.addr;
+	p.sport = remote.port;
+	p.dst = local.addr;
+	p.dport = local.port;
+	CHECK_EQ_INT(adopt_input(&d, NULL, &p, &m), NF_DROP);
+	c = conn_lookup(&d.conns, &local, &remote);
+	if (!CHECK(c != NULL) || !CHECK_EQ_INT(learns, 1))
+		return teardown();
+	learn_cb(&d, c, true, &l, NULL);
+	CHECK_EQ_INT(c->rcv_base, 1901);	/* not raised */
+	CHECK_EQ_INT(state.stats.unchecked_dropped, 1);
+	CHECK_EQ_INT(setups, 0);
+	/* The same from where the connection is: taken (positive control). */
+	p.seq = 7;
+	CHECK_EQ_INT(adopt_input(&d, c, &p, &m), NF_DROP);
+	CHECK_EQ_INT(c->rcv_base, 2901);
+	teardown();
+}
+
+/* Judging an ADOPT may mean asking the kernel, which anyone can make us
+ * do: without the budget, or when it could change nothing, nothing
+ * happens. */
+TEST(test_adopt_budget_and_useless_adopts)
+{
+	struct conn *c = managed();
+
+	/* Other numbers than a managed connection's: no question. */
+	ratelimit_init(&d.unauth_queries, 1, 1);
+	peer_says(c, 2001, 1005, 0);
+	CHECK_EQ_INT(d.edp.unexpected, 1);
+	CHECK_EQ_INT(d.stats.unauth_paced, 0);
+	CHECK_EQ_INT(ratelimit_avail(&d.unauth_queries, fake_now), 1);
+	managed_teardown(c);
+
+	c = setup();
+	ratelimit_init(&d.unauth_queries, 1, 1);
+	CHECK(ratelimit_take(&d.unauth_queries, fake_now));
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(d.stats.unauth_paced, 1);
+	CHECK_EQ_INT(c->adoption, ADOPTION_NONE);
+	CHECK_EQ_INT(nsent, 0);
+	/* A second later there is budget again. */
+	fake_advance(1000);
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(c->state, CONN_SETUP);
 	teardown();
 }
 
@@ -361,6 +503,9 @@ static const struct unit_test tests[] = {
 	UNIT(test_learnt_numbers_rise_only_a_little),
 	UNIT(test_outside_the_window_is_refused),
 	UNIT(test_managed_connection_adopted_again_only_for_its_numbers),
+	UNIT(test_forged_adopt_never_releases_a_keyed_connection),
+	UNIT(test_unknown_flows_adopt_checked_once_learnt),
+	UNIT(test_adopt_budget_and_useless_adopts),
 };
 
 UNIT_MAIN("adopt", tests)

@@ -92,7 +92,9 @@ TEST(test_answer_mirrors_without_asking_the_kernel)
 	unsigned asked;
 
 	answer_type = EDP_KEY;
-	/* A message at the first numbers passes without a query... */
+	c->state = CONN_SETUP;
+	/* In set-up, a message at the first numbers passes without a
+	 * query... */
 	p = message(2000, 1001);
 	asked = fake_progress_calls;
 	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
@@ -118,6 +120,98 @@ TEST(test_answer_mirrors_without_asking_the_kernel)
 	CHECK_EQ_INT(fake_progress_calls, asked + 1);
 	CHECK_EQ_INT(fake_sent[2].seq, 500999);
 	CHECK_EQ_INT(fake_sent[2].ack, 702000);
+	fake_rackd_free(&d);
+}
+
+/* A heartbeat from C's peer, under C's key. */
+static struct edp_msg heartbeat(struct conn *c, uint32_t counter)
+{
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_HEARTBEAT,
+			     .conn_id = c->edp->conn_id, .counter = counter };
+
+	edp_mac_counter(c->edp->key,
+			numbered_role(EDP_HEARTBEAT, !conn_is_client(c)),
+			counter, &c->edp->t, m.mac);
+	return m;
+}
+
+/* Once set-up is over, the first numbers prove nothing (anyone who saw
+ * the handshake knows them): only the live ones pass. */
+TEST(test_first_numbers_refused_once_connected)
+{
+	struct conn *c = setup();
+	struct packet p = message(2000, 1001);
+	struct edp_msg hb = heartbeat(c, 1);
+	unsigned asked;
+
+	/* 100 MB each way: the first numbers are far behind. */
+	fake_progress.bytes_acked = fake_progress.bytes_received = 100000000;
+	asked = fake_progress_calls;
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
+	CHECK_EQ_INT(handled, 0);
+	CHECK_EQ_INT(d.edp.bad_seq, 1);
+	CHECK_EQ_INT(fake_progress_calls, asked + 1);
+	/* The live numbers pass (positive control). */
+	p = message(100002000, 100000999);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
+	CHECK_EQ_INT(handled, 1);
+	/* An adopted connection in set-up: its first numbers are long
+	 * past, so they prove nothing either. */
+	c->state = CONN_SETUP;
+	c->rebased = true;
+	c->snd_base = c->lend.isn;
+	c->rcv_base = c->rend.isn + 1;
+	p = message(2000, 1001);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
+	CHECK_EQ_INT(handled, 1);
+	CHECK_EQ_INT(d.edp.bad_seq, 2);
+	fake_rackd_free(&d);
+}
+
+/* A forgery costs a MAC, never a question to the kernel; a set-up
+ * message after set-up goes to its handler (which only counts it)
+ * without one either. */
+TEST(test_forgeries_ask_the_kernel_nothing)
+{
+	struct conn *c = setup();
+	struct packet p = message(702000, 500999);
+	struct edp_msg hb = heartbeat(c, 1);
+	unsigned asked = fake_progress_calls;
+
+	hb.mac[0] ^= 1;
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
+	CHECK_EQ_INT(d.edp.bad_mac, 1);
+	CHECK_EQ_INT(handled, 0);
+	p = message(702000 + 0x40000000u, 7);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
+	CHECK_EQ_INT(handled, 1);
+	CHECK_EQ_INT(fake_progress_calls, asked);
+	/* Unkeyed, a numbered message is refused outright. */
+	c->edp->keyed = false;
+	hb = heartbeat(c, 2);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &hb), NF_DROP);
+	CHECK_EQ_INT(d.edp.unexpected, 1);
+	CHECK_EQ_INT(fake_progress_calls, asked);
+	fake_rackd_free(&d);
+}
+
+/* A half-open entry is proven by a message that passes the check, not
+ * by one that fails it. */
+TEST(test_message_proves_a_half_open_entry)
+{
+	struct conn *c = setup();
+	struct packet p = message(2000, 77777);
+
+	fake_progress.bytes_acked = fake_progress.bytes_received = 100000000;
+	c->state = CONN_SETUP;
+	conn_halfopen_add(&d.conns, c);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
+	CHECK(c->ho.linked);
+	CHECK_EQ_INT(d.conns.halfopen.count, 1);
+	p = message(2000, 1001);
+	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_DROP);
+	CHECK(!c->ho.linked);
+	CHECK_EQ_INT(d.conns.halfopen.count, 0);
 	fake_rackd_free(&d);
 }
 
@@ -189,8 +283,8 @@ TEST(test_window_check)
 		uint32_t seq, ack;
 		bool ok;
 	} cases[] = {
-		{ 2000, 1001, true },		/* first numbers */
-		{ 2000 + 65000, 1001, true },	/* inside the first window */
+		{ 2000, 1001, true },		/* first numbers: a window */
+		{ 2000 + 65000, 1001, true },	/* behind the live ones */
 		{ 702000, 500999, true },		/* where we are */
 		{ 702000 + slack - 2, 500999, true },	/* a window ahead */
 		{ 702000 - slack, 500999 - slack, true },	/* a window behind */
@@ -201,22 +295,29 @@ TEST(test_window_check)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct packet p = message(cases[i].seq, cases[i].ack);
+		struct edp_msg hb = heartbeat(c, (uint32_t)i + 1);
 		uint64_t bad = d.edp.bad_seq;
 
 		handled = 0;
-		channel_input(&d, c, &p, &key);
+		channel_input(&d, c, &p, &hb);
 		if (!CHECK_EQ_INT(handled, cases[i].ok) ||
 		    !CHECK_EQ_INT(d.edp.bad_seq, bad + !cases[i].ok))
 			fprintf(stderr, "  case %zu\n", i);
 	}
-	/* Gone before it was ever seen: only the first numbers pass. */
+	/* Gone before it was ever seen: only the first numbers pass, and
+	 * only in set-up; a connected one takes nothing. */
 	c = fake_conn(&d, "10.0.0.1:40002", "10.0.0.2:22", true);
 	fake_progress_err = ENOENT;
 	{
 		struct packet near = message(2000, 1001);
 		struct packet far = message(702000, 500999);
+		struct edp_msg hb = heartbeat(c, 1);
 
 		handled = 0;
+		channel_input(&d, c, &near, &hb);
+		channel_input(&d, c, &far, &hb);
+		CHECK_EQ_INT(handled, 0);
+		c->state = CONN_SETUP;
 		channel_input(&d, c, &near, &key);
 		channel_input(&d, c, &far, &key);
 		CHECK_EQ_INT(handled, 1);
@@ -235,8 +336,8 @@ TEST(test_data_and_unknown)
 	CHECK_EQ_INT(channel_input(&d, c, &p, &key), NF_ACCEPT);
 	CHECK_EQ_INT(d.edp.with_payload, 1);
 	p.payload_len = 0;
-	/* No connection; a type nobody handles. */
-	CHECK_EQ_INT(channel_input(&d, NULL, &p, &key), NF_DROP);
+	/* No connection: not ours, it goes on; a type nobody handles. */
+	CHECK_EQ_INT(channel_input(&d, NULL, &p, &key), NF_ACCEPT);
 	CHECK_EQ_INT(d.edp.unknown_conn, 1);
 	CHECK_EQ_INT(channel_input(&d, c, &p, &done), NF_DROP);
 	CHECK_EQ_INT(d.edp.unexpected, 1);
@@ -252,6 +353,9 @@ static const struct unit_test tests[] = {
 	UNIT(test_numbers_are_a_keepalives),
 	UNIT(test_in_handshake_first_numbers),
 	UNIT(test_answer_mirrors_without_asking_the_kernel),
+	UNIT(test_first_numbers_refused_once_connected),
+	UNIT(test_forgeries_ask_the_kernel_nothing),
+	UNIT(test_message_proves_a_half_open_entry),
 	UNIT(test_hint_is_for_its_connection_and_setup_only),
 	UNIT(test_gone_socket),
 	UNIT(test_window_check),

@@ -105,6 +105,9 @@ static void check_config_equal(const struct config *a, const struct config *b)
 	CHECK_EQ_INT(a->sweep_interval_ms, b->sweep_interval_ms);
 	CHECK_EQ_INT(a->retry_interval_ms, b->retry_interval_ms);
 	CHECK_EQ_INT(a->max_connections, b->max_connections);
+	CHECK_EQ_INT(a->max_half_open, b->max_half_open);
+	CHECK_EQ_INT(a->max_half_open_per_prefix, b->max_half_open_per_prefix);
+	CHECK_EQ_INT(a->reconnect_rate, b->reconnect_rate);
 	CHECK_EQ_INT(a->debug, b->debug);
 	if (CHECK_EQ_INT(a->nports, b->nports))
 		for (size_t i = 0; i < a->nports; i++) {
@@ -145,6 +148,9 @@ TEST(missing_file_defaults)
 	CHECK_EQ_INT(def->sweep_interval_ms, 10000);
 	CHECK_EQ_INT(def->retry_interval_ms, 1000);
 	CHECK_EQ_INT(def->max_connections, 1000000);
+	CHECK_EQ_INT(def->max_half_open, 16384);
+	CHECK_EQ_INT(def->max_half_open_per_prefix, 4096);
+	CHECK_EQ_INT(def->reconnect_rate, 4000);
 	CHECK(!def->debug);
 	config_free(cfg);
 
@@ -184,6 +190,9 @@ TEST(every_key)
 		"sweep_interval = 250ms\n"
 		"retry_interval = 300ms\n"
 		"max_connections = 10000000\n"
+		"max_half_open = 100\n"
+		"max_half_open_per_prefix = 10\n"
+		"reconnect_rate = 50\n"
 		"log_level = debug\n");
 
 	if (!cfg)
@@ -212,6 +221,9 @@ TEST(every_key)
 	CHECK_EQ_INT(cfg->sweep_interval_ms, 250);
 	CHECK_EQ_INT(cfg->retry_interval_ms, 300);
 	CHECK_EQ_INT(cfg->max_connections, 10000000);
+	CHECK_EQ_INT(cfg->max_half_open, 100);
+	CHECK_EQ_INT(cfg->max_half_open_per_prefix, 10);
+	CHECK_EQ_INT(cfg->reconnect_rate, 50);
 	CHECK(cfg->debug);
 	config_free(cfg);
 }
@@ -220,7 +232,7 @@ TEST(limits_and_alternatives)
 {
 	struct config *cfg = load_ok(
 		"queue = 0\nqueue_mode = native\nqueue_maxlen = 1048576\n"
-		"mark = 0xffffffff\nports = 1, 65535, 1-65535\n"
+		"mark = 0xfffffffe\nports = 1, 65535, 1-65535\n"
 		"max_connections = 1\nlog_level = info\n"
 		"syn_timeout = 1000ms\nsweep_interval = 100ms\n");
 
@@ -228,7 +240,8 @@ TEST(limits_and_alternatives)
 		CHECK_EQ_INT(cfg->queue_num, 0);
 		CHECK_EQ_INT(cfg->queue_mode, QUEUE_MODE_NATIVE);
 		CHECK_EQ_INT(cfg->queue_maxlen, 1048576);
-		CHECK_EQ_INT(cfg->mark, 0xffffffff);
+		CHECK_EQ_INT(cfg->mark, 0xfffffffe);
+		CHECK_EQ_INT(config_unspliced_mark(cfg), 0xffffffff);
 		CHECK_EQ_INT(cfg->nports, 3);
 		CHECK_EQ_INT(cfg->max_connections, 1);
 		CHECK(!cfg->debug);
@@ -237,10 +250,11 @@ TEST(limits_and_alternatives)
 	}
 	config_free(cfg);
 
-	cfg = load_ok("queue = 65535\nqueue_mode = auto\nmark = 1234\n"
+	cfg = load_ok("queue = 65534\nqueue_mode = auto\nmark = 1234\n"
 		      "ports = all\n");
 	if (cfg) {
-		CHECK_EQ_INT(cfg->queue_num, 65535);
+		CHECK_EQ_INT(cfg->queue_num, 65534);
+		CHECK_EQ_INT(config_strict_queue(cfg), 65535);
 		CHECK_EQ_INT(cfg->queue_mode, QUEUE_MODE_AUTO);
 		CHECK_EQ_INT(cfg->mark, 1234);
 		CHECK(cfg->all_ports);
@@ -335,20 +349,28 @@ TEST(bad_values)
 	static const struct {
 		const char *text, *needle;
 	} cases[] = {
-		{ "queue = 12a", "queue must be a number from 0 to 65535" },
+		{ "queue = 12a", "queue must be a number from 0 to 65534" },
 		{ "queue = -1", "queue must be" },
 		{ "queue = 0x", "queue must be" },
 		{ "queue = 0xg", "queue must be" },
 		{ "queue = 0x-1", "queue must be" },
 		{ "queue = 1.0", "queue must be" },
 		{ "queue = 65536", "queue must be" },
+		{ "queue = 65535", "queue must be" },
 		{ "queue = 99999999999999999999999", "queue must be" },
 		{ "queue_maxlen = 15", "queue_maxlen must be" },
 		{ "queue_maxlen = 1048577", "queue_maxlen must be" },
 		{ "mark = 0", "mark must be a nonzero" },
 		{ "mark = 0x100000000", "mark must be a nonzero" },
+		{ "mark = 0xffffffff", "mark must be a nonzero" },
 		{ "max_connections = 0", "max_connections must be" },
 		{ "max_connections = 10000001", "max_connections must be" },
+		{ "max_half_open = 15", "max_half_open must be a number from 16" },
+		{ "max_half_open = 10000001", "max_half_open must be" },
+		{ "reconnect_rate = 4", "reconnect_rate must be a number from 5" },
+		{ "reconnect_rate = 1000001", "reconnect_rate must be" },
+		{ "max_half_open_per_prefix = 0",
+		  "max_half_open_per_prefix must be a number from 1" },
 		{ "ports = 0", "bad port '0'" },
 		{ "ports = 65536", "bad port '65536'" },
 		{ "ports = 5000-", "bad port '5000-'" },
@@ -537,6 +559,8 @@ TEST(dump_round_trip)
 			     "setup_timeout = 5s\nanswer_probes = yes\n"
 			     "suspend_after = 5s\nretry_interval = 1s\nmax_suspend = 3d\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
+			     "max_half_open = 16384\nmax_half_open_per_prefix = 4096\n"
+			     "reconnect_rate = 4000\n"
 			     "log_level = info\n");
 	}
 	free(text);

@@ -6,7 +6,8 @@
  * Covers a suspension held, its segments answered in the peer's name
  * with a closed window, a resumption with nothing in flight, one kicked
  * back into retransmitting and finished by the peer's ACK, traffic
- * resuming a hold, and an abort after max_suspend.
+ * resuming a hold (and forged segments that do not), and an abort after
+ * max_suspend.
  */
 #include "../../rackd/engine/hold.c"
 
@@ -214,6 +215,62 @@ TEST(test_peer_traffic_resumes)
 	teardown();
 }
 
+/* Anyone who knows the addresses and ports can send these: none is a
+ * segment the socket would take, none resumes anything. */
+TEST(test_forged_segments_resume_nothing)
+{
+	struct conn *c = setup();
+	struct packet forged[] = {
+		segment(TCP_FLAG_ACK, 2051 + 0x40000000u, 1101, 10),
+		segment(TCP_FLAG_ACK, 2051, 1101 + 0x40000000u, 0),
+		segment(TCP_FLAG_ACK, 2051, 1101 - 0x20000u, 0),
+		segment(TCP_FLAG_ACK, 2051 + 0x20000u, 1101, 0),
+		segment(TCP_FLAG_SYN | TCP_FLAG_ACK, 2051, 1101, 0),
+		segment(TCP_FLAG_RST | TCP_FLAG_ACK, 2051, 1101, 0),
+		segment(0, 2051, 1101, 0),
+	};
+
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		CHECK_EQ_INT(hold_inbound(&d, c, &forged[i], NULL, 0), 0);
+		if (!CHECK_EQ_INT(heard, 0))
+			fprintf(stderr, "  case %zu\n", i);
+	}
+	CHECK_EQ_INT(d.live->stats.hold_unacceptable,
+		     sizeof(forged) / sizeof(forged[0]));
+	CHECK_EQ_INT(d.live->stats.resumed_by_traffic, 0);
+	CHECK(c->hold != NULL && !c->hold->resuming);
+	/* The peer's real segment, a little behind or ahead: resumes. */
+	forged[0] = segment(TCP_FLAG_ACK, 2051 - 1000, 1101 + 50, 0);
+	CHECK_EQ_INT(hold_inbound(&d, c, &forged[0], NULL, 0), 0);
+	CHECK_EQ_INT(heard, 1);
+	teardown();
+}
+
+/* A resumption ends on the peer's ACK of our retransmission only: an ACK
+ * beyond anything we could have sent ends nothing. */
+TEST(test_forged_ack_ends_no_resumption)
+{
+	struct conn *c = setup();
+	struct packet p = segment(TCP_FLAG_ACK | TCP_FLAG_PSH, 1101, 2051, 100);
+
+	hold_segment(&d, c, &p);
+	fake_progress.unacked = 2;
+	fake_progress.backoff = 1;
+	hold_end(&d, &c, 1);
+	CHECK(c->hold != NULL && c->hold->resuming);
+	p = segment(TCP_FLAG_ACK, 2051, 1101 + 0x30000000u, 0);
+	hold_inbound(&d, c, &p, NULL, 0);
+	p = segment(TCP_FLAG_ACK, 2051 + 0x30000000u, 1201, 0);
+	hold_inbound(&d, c, &p, NULL, 0);
+	CHECK(c->hold != NULL && c->hold->resuming);
+	CHECK_EQ_INT(d.held, 1);
+	p = segment(TCP_FLAG_ACK, 2051, 1201, 0);
+	hold_inbound(&d, c, &p, NULL, 0);
+	CHECK(c->hold == NULL);
+	CHECK_EQ_INT(d.held, 0);
+	teardown();
+}
+
 TEST(test_abort_after_max_suspend)
 {
 	struct conn *c = setup();
@@ -275,6 +332,8 @@ static const struct unit_test tests[] = {
 	UNIT(test_resumption_kicked),
 	UNIT(test_resumption_that_never_hears_back),
 	UNIT(test_peer_traffic_resumes),
+	UNIT(test_forged_segments_resume_nothing),
+	UNIT(test_forged_ack_ends_no_resumption),
 	UNIT(test_abort_after_max_suspend),
 	UNIT(test_nudge_winds_back_an_unheld_socket),
 	UNIT(test_failed_set_update_still_holds_in_memory),

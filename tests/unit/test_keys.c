@@ -169,6 +169,41 @@ TEST(macs)
 	}
 }
 
+/* A reconnection's confirmation: its MAC covers the challenge, the
+ * counter, the role and the transcript; none of them can be swapped. */
+TEST(challenge_macs)
+{
+	struct side c, s;
+	struct edp_transcript t;
+	uint8_t ch[EDP_CHALLENGE_LEN], other[EDP_CHALLENGE_LEN];
+	uint8_t mac[EDP_MAC_LEN], plain[EDP_MAC_LEN];
+
+	setup(&c, &s, &t);
+	if (!derive_both(&c, &s, &t))
+		return;
+	memset(ch, 0x11, sizeof(ch));
+	memcpy(other, ch, sizeof(other));
+	other[EDP_CHALLENGE_LEN - 1] ^= 1;
+	edp_mac_challenge(c.key, EDP_ROLE_CLIENT_RECONNECT_CONFIRM, 9, ch, &t,
+			  mac);
+	CHECK_EQ_INT(edp_mac_challenge_verify(s.key,
+					      EDP_ROLE_CLIENT_RECONNECT_CONFIRM,
+					      9, ch, &t, mac), 0);
+	CHECK_EQ_INT(edp_mac_challenge_verify(s.key,
+					      EDP_ROLE_CLIENT_RECONNECT_CONFIRM,
+					      9, other, &t, mac), -EBADMSG);
+	CHECK_EQ_INT(edp_mac_challenge_verify(s.key,
+					      EDP_ROLE_CLIENT_RECONNECT_CONFIRM,
+					      10, ch, &t, mac), -EBADMSG);
+	CHECK_EQ_INT(edp_mac_challenge_verify(s.key,
+					      EDP_ROLE_SERVER_RECONNECT_CONFIRM,
+					      9, ch, &t, mac), -EBADMSG);
+	/* Not the counter MAC of any numbered message either. */
+	edp_mac_counter(c.key, EDP_ROLE_CLIENT_RECONNECT_CONFIRM, 9, &t,
+			plain);
+	CHECK(memcmp(plain, mac, EDP_MAC_LEN) != 0);
+}
+
 TEST(low_order_points_refused)
 {
 	/* All zero, and a point of order 8 on Curve25519. */
@@ -255,6 +290,7 @@ static const struct unit_test tests[] = {
 	UNIT(both_sides_agree),
 	UNIT(transcript_binds_key),
 	UNIT(macs),
+	UNIT(challenge_macs),
 	UNIT(low_order_points_refused),
 	UNIT(public_values),
 	UNIT(keypair_wipe),

@@ -115,10 +115,15 @@ static void op_parked(struct rackd *d, struct live_peer *p)
 	parked_ticks++;
 }
 
-static void op_reconnect(struct rackd *d, struct conn *c)
+static bool paced;
+
+static bool op_reconnect(struct rackd *d, struct conn *c)
 {
 	(void)d, (void)c;
+	if (paced)
+		return false;
 	reconnects++;
+	return true;
 }
 
 static void op_moving(struct conn *c)
@@ -161,6 +166,7 @@ static struct conn *setup(void)
 	mac_valid = true;
 	nmsgs = downs = ups = parked_ticks = reconnects = moves = unholds = 0;
 	kept_locals = 0;
+	paced = false;
 	last_down = last_up = NULL;
 	closed_carrier = NULL;
 	c = fake_conn(&d, "10.0.0.1:40000", "10.0.0.2:22", true);
@@ -316,6 +322,29 @@ TEST(test_moved_connection_reconnects_on_resume)
 	teardown();
 }
 
+/* Many connections reconnecting at once, held back by the pacing: the
+ * rest go at the next tick, which comes sooner than the usual retry. */
+TEST(test_paced_reconnections_resume_soon)
+{
+	struct conn *c = setup();
+	struct conn *other = fake_conn(&d, "10.0.0.1:40001", "10.0.0.2:22",
+				       true);
+
+	event_post(&d.events, EVENT_CONNECTED, other, NULL);
+	fake_advance(d.cfg->suspend_after_ms);
+	c->confirmed = other->confirmed = false;
+	paced = true;
+	deliver(c, EDP_HEARTBEAT, 3);
+	CHECK_EQ_INT(reconnects, 0);
+	CHECK(timer_pending(&c->host->timer));
+	CHECK(c->host->timer.deadline <= fake_now + LIVE_PACED_RETRY_MS);
+	/* Tokens again: both go at that tick. */
+	paced = false;
+	fake_advance(LIVE_PACED_RETRY_MS);
+	CHECK_EQ_INT(reconnects, 2);
+	teardown();
+}
+
 TEST(test_link_without_carrier_suspends_at_once)
 {
 	struct conn *c = setup();
@@ -428,6 +457,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_peer_heartbeat_answered_and_resumes),
 	UNIT(test_replays_and_forgeries_ignored),
 	UNIT(test_moved_connection_reconnects_on_resume),
+	UNIT(test_paced_reconnections_resume_soon),
 	UNIT(test_link_without_carrier_suspends_at_once),
 	UNIT(test_removed_address_suspends_and_keeps_it),
 	UNIT(test_parked_path_ticks_for_migration),

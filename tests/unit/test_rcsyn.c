@@ -5,7 +5,8 @@
  * and read back with the real parser: sequence numbers ending at the
  * socket's snd_una, the original handshake's options in 28 bytes, the
  * marker, the message as payload at the fixed offset; a blanked marker or
- * a cut message; the third segment's numbers.
+ * a cut message; the SYN-ACK's challenge, to the claimed source; the
+ * third segment's numbers and confirmation.
  */
 #include "../../rackd/engine/rcsyn.c"
 
@@ -21,6 +22,19 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
 	*m = (struct edp_msg){ .version = EDP_VERSION, .type = type,
 			       .conn_id = c->edp->conn_id, .counter = counter };
 	memset(m->mac, 0xab, sizeof(m->mac));
+}
+
+/* The challenge the confirmation's MAC was made over, its first byte. */
+static uint8_t confirmed_over;
+
+void channel_confirm_msg(struct conn *c, uint32_t counter,
+			 const uint8_t *challenge, struct edp_msg *m)
+{
+	*m = (struct edp_msg){ .version = EDP_VERSION,
+			       .type = EDP_RECONNECT_CONFIRM,
+			       .conn_id = c->edp->conn_id, .counter = counter };
+	confirmed_over = challenge[0];
+	memset(m->mac, 0xcd, sizeof(m->mac));
 }
 
 /* The socket's numbers straight from the fake kernel, and the plain
@@ -133,33 +147,51 @@ TEST(test_synack_and_third_segment)
 {
 	struct conn *c = setup();
 	struct rcsyn_seen syn = { .end = 9000, .has_ts = true, .tsval = 77 };
+	struct endpoint claimed = c->wire_remote;
+	uint8_t challenge[EDP_CHALLENGE_LEN];
 	struct packet p;
 	struct edp_msg m;
 	struct rcsyn_seen s;
 
+	memset(challenge, 0x5a, sizeof(challenge));
+	claimed.port = 6000;
 	c->dir = CONN_INCOMING;
 	fake_progress.bytes_acked = 300;	/* snd_una 1301 */
-	CHECK_EQ_INT(rcsyn_send_synack(&d, c, 7, &syn), 0);
+	CHECK_EQ_INT(rcsyn_send_synack(&d, c, 7, &syn, &c->wire_local,
+				       &claimed, challenge), 0);
 	const struct fake_segment *f = &fake_sent[0];
 
+	/* To where the SYN came from, not where the connection is. */
+	CHECK_EQ_INT(f->dst.port, 6000);
 	CHECK_EQ_INT(f->flags, TCP_FLAG_SYN | TCP_FLAG_ACK);
 	CHECK_EQ_INT(f->ack, 9000);
+	CHECK_EQ_INT(f->paylen, EDP_NUMBERED_SIZE + EDP_CHALLENGE_LEN);
 	CHECK_EQ_INT(packet_parse(pkt, rebuild(f), &p), PACKET_OK);
 	CHECK_EQ_INT(p.opt.tsecr, 77);
 	CHECK_EQ_INT(rcsyn_parse(&p, &m, &s), 0);
 	CHECK_EQ_INT(m.type, EDP_RECONNECT_ACK);
-	CHECK_EQ_INT(s.end, 1301);
+	CHECK_EQ_INT(s.end, 1301);	/* challenge included: still snd_una */
 	CHECK_EQ_INT(s.ack, 9000);
-	/* The mover's third segment: exactly both ends. */
+	CHECK(s.has_challenge);
+	CHECK(!memcmp(s.challenge, challenge, sizeof(challenge)));
+	/* The mover's third segment: exactly both ends, its MAC over the
+	 * challenge. */
 	c->edp->hb_out = 7;
-	CHECK_EQ_INT(rcsyn_send_ack(&d, c, &s), 0);
+	CHECK_EQ_INT(rcsyn_send_confirm(&d, c, &s), 0);
 	f = &fake_sent[1];
 	CHECK_EQ_INT(f->flags, TCP_FLAG_ACK);
 	CHECK_EQ_INT(f->seq, 9000);
 	CHECK_EQ_INT(f->ack, 1301);
 	CHECK_EQ_INT(f->paylen, 0);
 	CHECK_EQ_INT(c->edp->hb_out, 8);
-	CHECK_EQ_INT(f->options[4], EDP_VERSION << 4 | EDP_HEARTBEAT);
+	CHECK_EQ_INT(f->options[4], EDP_VERSION << 4 | EDP_RECONNECT_CONFIRM);
+	CHECK_EQ_INT(confirmed_over, 0x5a);
+	/* A SYN-ACK without a challenge (an older rackd) gets no third
+	 * segment: nothing to prove where we are. */
+	s.has_challenge = false;
+	CHECK_EQ_INT(rcsyn_send_confirm(&d, c, &s), -EPROTO);
+	CHECK_EQ_INT(fake_nsent, 2);
+	CHECK_EQ_INT(c->edp->hb_out, 8);
 	fake_rackd_free(&d);
 }
 
