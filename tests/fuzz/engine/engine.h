@@ -89,8 +89,9 @@ uint16_t fz_remote_port(int i);
 void fz_flow_endpoints(unsigned n, struct endpoint *local,
 		       struct endpoint *remote);
 int fz_flow_of(const struct endpoint *local, const struct endpoint *remote);
-/* The pool index of local address A (-1 if none). */
+/* The pool index of local (remote) address A, -1 if none. */
 int fz_local_index(const struct addr *a);
+int fz_remote_index(const struct addr *a);
 /* Local address A is on an interface (the wire reaches it), kept on
  * "lo" by rackd, cut off the network (fz_cut). */
 bool fz_present(const struct addr *a);
@@ -133,20 +134,23 @@ void fz_advance(uint64_t ms);
 size_t fz_timer_count(void);
 struct timer *fz_timer_at(size_t i);
 
-/* Hand a packet to rackd through the queue, as the kernel would: HOOK
- * (NF_INET_PRE_ROUTING or NF_INET_LOCAL_OUT), SKBINFO flags. The verdict
- * comes back (NF_ACCEPT, NF_DROP or NF_REPEAT); an accepted packet may
- * have been replaced: OUT (OUTSIZE bytes) receives what goes on. */
+/* Hand a packet to rackd through queue WHICH, as the kernel would: HOOK
+ * (NF_INET_PRE_ROUTING or NF_INET_LOCAL_OUT), SKBINFO flags, its MARK.
+ * The verdict comes back (NF_ACCEPT, NF_DROP or NF_REPEAT); an accepted
+ * packet may have been replaced: OUT (OUTSIZE bytes) receives what goes
+ * on. The fail-open queue takes handshakes, probes and flows being
+ * adopted; the strict one racks' messages and held segments. */
+enum { FZ_QUEUE, FZ_QUEUE_STRICT };
 struct fz_verdict {
 	uint32_t verdict;
 	bool replaced;
 	size_t len;		/* of what goes on */
 	uint32_t mark;		/* NF_REPEAT's */
 };
-struct fz_verdict fz_queue_packet(uint8_t hook, const uint8_t *data,
-				  size_t len, size_t orig_len,
-				  uint32_t skbinfo, uint8_t *out,
-				  size_t outsize);
+struct fz_verdict fz_queue_packet(int which, uint8_t hook,
+				  const uint8_t *data, size_t len,
+				  size_t orig_len, uint32_t skbinfo,
+				  uint32_t mark, uint8_t *out, size_t outsize);
 
 /* The local kernel's sockets (sock_diag answers from these). */
 struct fz_sock {
@@ -179,8 +183,8 @@ extern int fz_route[2];
 extern unsigned fz_lo_kept[2];
 
 /* A raw segment rackd sent (inject_send), built by the real builder and
- * checked; the network takes it from here. */
-void fz_net_injected(const uint8_t *pkt, size_t len);
+ * checked; the network takes it from here (UNSPLICED: past the splices). */
+void fz_net_injected(const uint8_t *pkt, size_t len, bool unspliced);
 void fz_net_unreachable(const struct endpoint *local,
 			const struct endpoint *remote, uint32_t seq);
 
@@ -213,6 +217,13 @@ struct fz_chains {
 };
 extern struct fz_chains fz_chains;
 extern bool fz_table;		/* the table exists */
+/* What the table script (ruleset_script()) says, as far as the network
+ * model follows it: a strict queue for racks' messages and held
+ * segments, a mark test on the probe FIN rule. */
+struct fz_rules {
+	bool strict, probe_fin_marked;
+};
+extern struct fz_rules fz_rules;
 
 bool fz_nft_held(const struct endpoint *local, const struct endpoint *remote);
 bool fz_nft_adopting(const struct endpoint *local,
@@ -305,6 +316,10 @@ struct fz_peer {
 	uint64_t conn_id;
 	uint32_t hb_out, hb_in, hb_acked;
 	bool away;		/* told that our end is moving */
+	/* Our reconnection it answered: where from, the challenge. */
+	bool claim;
+	struct endpoint claim_from, claim_to;
+	uint8_t challenge[EDP_CHALLENGE_LEN];
 	bool tainted;		/* raw segments touched it: keys may differ */
 };
 extern struct fz_peer fz_peers[FZ_FLOWS];

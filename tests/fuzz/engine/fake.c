@@ -7,6 +7,8 @@
  * host.c).
  */
 #include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h> /* before linux/ headers: libc-compat */
 #include <linux/netfilter.h>
 #include <sanitizer/asan_interface.h>
@@ -20,6 +22,7 @@
 #include "lohost.h"
 #include "log.h"
 #include "loop.h"
+#include "netlink.h"
 #include "packet.h"
 #include "queue.h"
 #include "rtnl.h"
@@ -172,18 +175,20 @@ void fz_advance(uint64_t ms)
 		fz_net_drain();
 }
 
-/* ---- the queue ---- */
+/* ---- the queues: the fail-open one and the strict one ---- */
 
 struct queue {
 	queue_fn fn;
 	void *arg;
+	bool fail_open;
 	struct queue_stats stats;
 };
-static struct queue the_queue;
+static struct queue queues[2];	/* [FZ_QUEUE], [FZ_QUEUE_STRICT] */
 
-/* The packet being decided: exactly one verdict for it. */
+/* The packet being decided: exactly one verdict for it, on its queue. */
 static struct {
 	bool open;
+	struct queue *q;
 	uint32_t id;
 	unsigned verdicts;
 	struct fz_verdict v;
@@ -192,14 +197,19 @@ static struct {
 } cur;
 static uint32_t next_id;
 
-int queue_open(struct queue **out, uint16_t num, uint32_t maxlen, queue_fn fn,
-	       void *arg)
+int queue_open(struct queue **out, uint16_t num, uint32_t maxlen,
+	       bool fail_open, queue_fn fn, void *arg)
 {
+	struct queue *q = &queues[fail_open ? FZ_QUEUE : FZ_QUEUE_STRICT];
+
 	(void)num, (void)maxlen;
-	memset(&the_queue, 0, sizeof(the_queue));
-	the_queue.fn = fn;
-	the_queue.arg = arg;
-	*out = &the_queue;
+	FZ_CHECK(!q->fn, "a second %s queue", fail_open ? "fail-open"
+							 : "strict");
+	memset(q, 0, sizeof(*q));
+	q->fn = fn;
+	q->arg = arg;
+	q->fail_open = fail_open;
+	*out = q;
 	return 0;
 }
 
@@ -220,27 +230,26 @@ void queue_process(struct queue *q)
 	abort();	/* packets come through fz_queue_packet() */
 }
 
-static void verdict(uint32_t id, uint32_t v)
+static void verdict(struct queue *q, uint32_t id, uint32_t v)
 {
 	FZ_CHECK(cur.open && id == cur.id, "verdict %u for packet %u, not "
 		 "the one being decided (%u)", v, id, cur.id);
+	FZ_CHECK(q == cur.q, "verdict for packet %u on the other queue", id);
 	FZ_CHECK(++cur.verdicts == 1, "packet %u got %u verdicts", id,
 		 cur.verdicts);
 	cur.v.verdict = v;
-	the_queue.stats.verdicts++;
+	q->stats.verdicts++;
 }
 
 void queue_verdict(struct queue *q, uint32_t id, uint32_t v)
 {
-	(void)q;
 	FZ_CHECK(v == NF_ACCEPT || v == NF_DROP, "verdict %u", v);
-	verdict(id, v);
+	verdict(q, id, v);
 }
 
 void queue_verdict_repeat(struct queue *q, uint32_t id, uint32_t mark)
 {
-	(void)q;
-	verdict(id, NF_REPEAT);
+	verdict(q, id, NF_REPEAT);
 	cur.v.mark = mark;
 }
 
@@ -252,13 +261,12 @@ void queue_flush(struct queue *q)
 void queue_verdict_replace(struct queue *q, uint32_t id, const uint8_t *data,
 			   size_t len)
 {
-	(void)q;
-	verdict(id, NF_ACCEPT);
+	verdict(q, id, NF_ACCEPT);
 	FZ_CHECK(len <= cur.outsize, "replacement of %zu bytes", len);
 	memcpy(cur.out, data, len);
 	cur.v.replaced = true;
 	cur.v.len = len;
-	the_queue.stats.rewritten++;
+	q->stats.rewritten++;
 }
 
 const struct queue_stats *queue_stats(const struct queue *q)
@@ -287,26 +295,28 @@ static void check_replacement(const uint8_t *orig, size_t len,
 		 "replacement changed more than options and window");
 }
 
-struct fz_verdict fz_queue_packet(uint8_t hook, const uint8_t *data,
-				  size_t len, size_t orig_len,
-				  uint32_t skbinfo, uint8_t *out,
-				  size_t outsize)
+struct fz_verdict fz_queue_packet(int which, uint8_t hook,
+				  const uint8_t *data, size_t len,
+				  size_t orig_len, uint32_t skbinfo,
+				  uint32_t mark, uint8_t *out, size_t outsize)
 {
+	struct queue *q = &queues[which];
 	struct queue_packet qp = {
 		.id = ++next_id, .hook = hook, .data = data, .len = len,
-		.orig_len = orig_len, .skbinfo = skbinfo,
+		.orig_len = orig_len, .skbinfo = skbinfo, .mark = mark,
 	};
 
 	FZ_CHECK(!cur.open, "packet queued while rackd decides packet %u",
 		 cur.id);
-	FZ_CHECK(the_queue.fn, "queue closed");
+	FZ_CHECK(q->fn, "queue closed");
 	memset(&cur, 0, sizeof(cur));
 	cur.open = true;
+	cur.q = q;
 	cur.id = qp.id;
 	cur.out = out;
 	cur.outsize = outsize;
-	the_queue.stats.received++;
-	the_queue.fn(the_queue.arg, &the_queue, &qp);
+	q->stats.received++;
+	q->fn(q->arg, q, &qp);
 	FZ_CHECK(cur.verdicts == 1, "packet %u (hook %u, %zu bytes) got no "
 		 "verdict", qp.id, hook, len);
 	cur.open = false;
@@ -323,9 +333,9 @@ struct fz_verdict fz_queue_packet(uint8_t hook, const uint8_t *data,
 
 static uint8_t the_inject;
 
-int inject_open(struct inject **out, uint32_t mark)
+int inject_open(struct inject **out, uint32_t mark, uint32_t unspliced_mark)
 {
-	(void)mark;
+	(void)mark, (void)unspliced_mark;
 	*out = (struct inject *)&the_inject;
 	return 0;
 }
@@ -335,9 +345,10 @@ void inject_close(struct inject *inj)
 	(void)inj;
 }
 
-void inject_set_mark(struct inject *inj, uint32_t mark)
+void inject_set_mark(struct inject *inj, uint32_t mark,
+		     uint32_t unspliced_mark)
 {
-	(void)inj, (void)mark;
+	(void)inj, (void)mark, (void)unspliced_mark;
 }
 
 size_t fz_build(const struct inject_segment *seg, uint8_t *out, size_t size)
@@ -383,7 +394,7 @@ int inject_send(struct inject *inj, const struct inject_segment *seg)
 					 p.opt.racks_len),
 			 "rackd sent a racks option that does not parse");
 	}
-	fz_net_injected(buf, (size_t)len);
+	fz_net_injected(buf, (size_t)len, seg->unspliced);
 	return 0;
 }
 
@@ -453,6 +464,17 @@ int sockdiag_progress(const struct endpoint *local,
 	return 0;
 }
 
+int sockdiag_state(const struct endpoint *local, const struct endpoint *remote)
+{
+	int n = fz_flow_of(local, remote);
+
+	if (fz_sockdiag_progress_err)
+		return -fz_sockdiag_progress_err;
+	if (n < 0 || !fz_socks[n].exists)
+		return -ENOENT;
+	return fz_socks[n].state;
+}
+
 /* ---- rtnetlink ---- */
 
 static struct rtnl_handlers rtnl_h;
@@ -515,6 +537,43 @@ int local_source(const struct addr *dst, struct addr *src)
 	return 0;
 }
 
+/*
+ * netlink's one request (common/netlink.c): only local.c's route lookup
+ * (RTM_GETROUTE for one address) is asked here. A pool's remote address
+ * routes as unicast (if its family has a route at all), a local one as
+ * local; anything else has no route.
+ */
+int netlink_transact(int bus, struct nlmsghdr *nlh, char *buf, size_t buflen,
+		     mnl_cb_t cb, void *data)
+{
+	const struct rtmsg *req = mnl_nlmsg_get_payload(nlh);
+	struct addr dst = { .family = req->rtm_family };
+	char reply[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *r = mnl_nlmsg_put_header(reply);
+	struct rtmsg *rtm;
+	struct nlattr *attr;
+	int f = dst.family == AF_INET6;
+
+	(void)buf, (void)buflen;
+	FZ_CHECK(bus == NETLINK_ROUTE && nlh->nlmsg_type == RTM_GETROUTE,
+		 "netlink request %d/%u", bus, nlh->nlmsg_type);
+	mnl_attr_for_each(attr, nlh, sizeof(*req))
+		if (mnl_attr_get_type(attr) == RTA_DST &&
+		    mnl_attr_get_payload_len(attr) <= sizeof(dst.bytes))
+			memcpy(dst.bytes, mnl_attr_get_payload(attr),
+			       mnl_attr_get_payload_len(attr));
+	r->nlmsg_type = RTM_NEWROUTE;
+	rtm = mnl_nlmsg_put_extra_header(r, sizeof(*rtm));
+	rtm->rtm_family = dst.family;
+	if (fz_local_index(&dst) >= 0)
+		rtm->rtm_type = RTN_LOCAL;
+	else if (fz_route[f] >= 0 && (fz_remote_index(&dst) >= 0))
+		rtm->rtm_type = RTN_UNICAST;
+	else
+		return -ENETUNREACH;
+	return cb ? (cb(r, data) < 0 ? -EIO : 0) : 0;
+}
+
 static unsigned *lo_bit(const struct addr *a, unsigned *bit)
 {
 	int i = fz_local_index(a);
@@ -554,6 +613,7 @@ void fz_fake_reset(void)
 	fz_now = 1000000;
 	next_id = 0;
 	memset(&cur, 0, sizeof(cur));
+	memset(queues, 0, sizeof(queues));
 	memset(fz_socks, 0, sizeof(fz_socks));
 	fz_sockdiag_dump_err = fz_sockdiag_progress_err = 0;
 	fz_addr_present[0] = fz_addr_present[1] = 3;

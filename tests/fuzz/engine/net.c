@@ -80,13 +80,14 @@ void fz_host_emit(const struct fz_seg *s)
 		backlog_push(false, buf, len);
 }
 
-/* Out of this host onto the wire, if it is not cut off. */
-static void to_wire(struct fz_seg *s)
+/* Out of this host onto the wire, if it is not cut off; spliced unless
+ * it carries the mark the splicing rules let by (UNSPLICED). */
+static void to_wire(struct fz_seg *s, bool unspliced)
 {
 	uint8_t buf[FZ_PKT_MAX];
 	size_t len;
 
-	if (fz_table)
+	if (fz_table && !unspliced)
 		fz_nft_splice_out(&s->src, &s->dst);
 	if (fz_is_cut(&s->src.addr))
 		return;
@@ -124,19 +125,22 @@ static bool known_filtered(const struct fz_seg *s, bool outbound)
 	       m.type == EDP_ADOPT && fz_known("abort-keeps-keys");
 }
 
-/* Output: the handshake rule, held flows, flows being adopted. */
-static bool divert_out(const struct fz_seg *s)
+/* Output: the handshake rule (fail-open queue), held flows (strict
+ * queue), flows being adopted (fail-open); -1 when nothing diverts. */
+static int divert_out(const struct fz_seg *s)
 {
 	uint8_t f = s->flags & (TCP_FLAG_FIN | TCP_FLAG_SYN | TCP_FLAG_RST);
 
 	if (!fz_table)
-		return false;
+		return -1;
 	if (f == TCP_FLAG_SYN && (!(s->flags & TCP_FLAG_ACK) ||
 				  fz_nft_offered(&s->src, &s->dst)))
-		return true;
+		return FZ_QUEUE;
 	if (fz_chains.held_out && fz_nft_held(&s->src, &s->dst))
-		return true;
-	return fz_chains.adopt_out && fz_nft_adopting(&s->src, &s->dst);
+		return fz_rules.strict ? FZ_QUEUE_STRICT : FZ_QUEUE;
+	if (fz_chains.adopt_out && fz_nft_adopting(&s->src, &s->dst))
+		return FZ_QUEUE;
+	return -1;
 }
 
 void fz_net_output(const uint8_t *pkt, size_t len)
@@ -144,6 +148,7 @@ void fz_net_output(const uint8_t *pkt, size_t len)
 	static uint8_t out[0xffff];
 	struct packet p;
 	struct fz_seg s;
+	int which;
 
 	if (!fz_seg_parse(pkt, len, &s, &p))
 		return;
@@ -152,15 +157,16 @@ void fz_net_output(const uint8_t *pkt, size_t len)
 		return;
 	if (known_filtered(&s, true))
 		return;
-	if (divert_out(&s)) {
-		struct fz_verdict v = fz_queue_packet(NF_INET_LOCAL_OUT, pkt,
-						      len, len, 0, out,
+	which = divert_out(&s);
+	if (which >= 0) {
+		struct fz_verdict v = fz_queue_packet(which, NF_INET_LOCAL_OUT,
+						      pkt, len, len, 0, 0, out,
 						      sizeof(out));
 
 		if (v.verdict == NF_DROP || !fz_seg_parse(out, v.len, &s, &p))
 			return;
 	}
-	to_wire(&s);
+	to_wire(&s, false);
 }
 
 /* Prerouting, step 1: the peer rackd's messages and reconnections. */
@@ -201,9 +207,9 @@ static bool handshake_in(const struct fz_seg *s, bool marked)
 		return true;
 	if (probe && f == TCP_FLAG_SYN && !marked)
 		return true;
-	/* The probe's FIN rule has no mark test (ruleset.c). */
 	return probe && (s->flags & (TCP_FLAG_FIN | TCP_FLAG_SYN |
-				     TCP_FLAG_RST)) == TCP_FLAG_FIN;
+				     TCP_FLAG_RST)) == TCP_FLAG_FIN &&
+	       (!marked || !fz_rules.probe_fin_marked);
 }
 
 void fz_net_input(const uint8_t *pkt, size_t len, uint32_t skbinfo,
@@ -218,22 +224,24 @@ void fz_net_input(const uint8_t *pkt, size_t len, uint32_t skbinfo,
 	if (!fz_seg_parse(pkt, len, &s, &p))
 		return;
 	for (unsigned pass = 0;; pass++) {
-		bool divert = false;
+		int which = -1;
 		struct fz_verdict v;
 
 		if (pass == REPEAT_MAX && fz_known("repeat-loop"))
 			return;
 		FZ_CHECK(pass < REPEAT_MAX, "a segment went through prerouting "
 			 "%u times (NF_REPEAT, diverted again each time)", pass);
+		/* Steps as nft/ruleset.c orders them (ruleset_chains_write). */
 		if (fz_table && !marked && racks_message(&s))
-			divert = true;
-		if (!divert && fz_table && fz_chains.splice_in)
+			which = fz_rules.strict ? FZ_QUEUE_STRICT : FZ_QUEUE;
+		if (which < 0 && fz_table && fz_chains.splice_in)
 			fz_nft_splice_in(&s.src, &s.dst);
-		if (!divert && fz_table)
-			divert = handshake_in(&s, marked) ||
-				 (fz_chains.held_in && !marked &&
-				  fz_nft_held(&s.dst, &s.src));
-		if (!divert)
+		if (which < 0 && fz_table && handshake_in(&s, marked))
+			which = FZ_QUEUE;
+		if (which < 0 && fz_table && fz_chains.held_in && !marked &&
+		    fz_nft_held(&s.dst, &s.src))
+			which = fz_rules.strict ? FZ_QUEUE_STRICT : FZ_QUEUE;
+		if (which < 0)
 			break;
 		if (known_filtered(&s, false))
 			return;
@@ -245,9 +253,10 @@ void fz_net_input(const uint8_t *pkt, size_t len, uint32_t skbinfo,
 			buf[p.tcp_off + 16] ^= 0x5a;
 			skbinfo &= ~FZ_BAD_CSUM;
 		}
-		v = fz_queue_packet(NF_INET_PRE_ROUTING, buf, len,
+		v = fz_queue_packet(which, NF_INET_PRE_ROUTING, buf, len,
 				    orig_len > len ? orig_len : len, skbinfo,
-				    out, sizeof(out));
+				    marked ? fz_d->cfg->mark : 0, out,
+				    sizeof(out));
 		if (v.verdict == NF_DROP || !fz_seg_parse(out, v.len, &s, &p))
 			return;
 		/* Accepted: on to the next hook, past the rest of this
@@ -263,7 +272,7 @@ void fz_net_input(const uint8_t *pkt, size_t len, uint32_t skbinfo,
 
 /* ---- rackd's raw sends, the wire, the backlog ---- */
 
-void fz_net_injected(const uint8_t *pkt, size_t len)
+void fz_net_injected(const uint8_t *pkt, size_t len, bool unspliced)
 {
 	struct packet p;
 	struct fz_seg s;
@@ -277,7 +286,7 @@ void fz_net_injected(const uint8_t *pkt, size_t len)
 	if (fz_local_index(&s.dst.addr) >= 0)
 		backlog_push(true, pkt, len);	/* to a socket of ours */
 	else
-		to_wire(&s);
+		to_wire(&s, unspliced);
 }
 
 void fz_net_from_peer(const uint8_t *pkt, size_t len)

@@ -46,6 +46,7 @@ struct table {
 bool fz_nft_failed;
 struct fz_chains fz_chains;
 bool fz_table;
+struct fz_rules fz_rules;
 
 static struct table tbl, work;
 static unsigned fail_kinds, fail_count;
@@ -378,7 +379,15 @@ int ruleset_install(const struct config *cfg, enum queue_mode mode,
 {
 	struct table fresh = { .present = true };
 
-	(void)cfg;
+	char *script = ruleset_script(cfg, true);
+
+	/* The base chains' rules come from ruleset_chains_write(), which
+	 * this interprets; of the table script's own, the network needs
+	 * two facts. */
+	fz_rules.strict = strstr(script, "chain divert_strict") != NULL;
+	fz_rules.probe_fin_marked =
+		strstr(script, "== fin meta mark != ") != NULL;
+	free(script);
 	if (failing(FZ_NFT_INSTALL)) {
 		snprintf(err, errlen, "injected failure");
 		return -EINVAL;

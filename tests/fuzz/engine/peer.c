@@ -42,7 +42,7 @@ static void forget(struct fz_peer *p)
 {
 	p->offered = p->setup = p->client = p->have_ours = false;
 	p->keyed = p->connected = p->wait_done = p->adopting = false;
-	p->away = false;
+	p->away = p->claim = false;
 	memset(&p->kp, 0, sizeof(p->kp));
 	memset(&p->t, 0, sizeof(p->t));
 	memset(p->key, 0, sizeof(p->key));
@@ -225,13 +225,39 @@ static bool numbered_ok(const struct fz_peer *p, const struct edp_msg *m)
 	return ok;
 }
 
+/* The third segment of our reconnection, from where its SYN came: the
+ * peer follows there, and says so once it has (RECONNECT_ACK). */
+static void confirmed(struct fz_peer *p, const struct fz_seg *s,
+		      const struct edp_msg *m)
+{
+	bool ok = p->keyed && !edp_mac_challenge_verify(
+		p->key, numbered_role(m->type, !p->client), m->counter,
+		p->challenge, &p->t, m->mac);
+
+	if (!p->claim || !endpoint_equal(&s->src, &p->claim_from) ||
+	    !endpoint_equal(&s->dst, &p->claim_to))
+		return;		/* not where the claim came from */
+	verified(p, ok, "RECONNECT_CONFIRM");
+	if (!ok || m->counter <= p->hb_in)
+		return;
+	p->hb_in = m->counter;
+	p->claim = false;
+	p->ours = s->src;
+	p->away = false;
+	send_numbered(p, EDP_RECONNECT_ACK, m->counter);
+}
+
 static void numbered_message(struct fz_peer *p, const struct fz_seg *s,
 			     const struct edp_msg *m)
 {
-	bool request = m->type == EDP_HEARTBEAT || m->type == EDP_RECONNECT ||
-		       m->type == EDP_AWAY;
+	bool request = m->type == EDP_HEARTBEAT || m->type == EDP_AWAY;
 
-	if (!numbered_ok(p, m))
+	if (m->type == EDP_RECONNECT_CONFIRM) {
+		confirmed(p, s, m);
+		return;
+	}
+	/* A zero-length RECONNECT is followed no more (rcsyn.h). */
+	if (m->type == EDP_RECONNECT || !numbered_ok(p, m))
 		return;
 	if (!request) {
 		if (m->counter <= p->hb_out && m->counter > p->hb_acked)
@@ -241,8 +267,6 @@ static void numbered_message(struct fz_peer *p, const struct fz_seg *s,
 	if (m->counter <= p->hb_in)
 		return;		/* a replay */
 	p->hb_in = m->counter;
-	if (m->type == EDP_RECONNECT)
-		p->ours = s->src;	/* follow it */
 	if (m->type == EDP_AWAY)
 		p->away = true;
 	send_numbered(p, (uint8_t)(m->type + 1), m->counter);
@@ -306,9 +330,14 @@ size_t fz_rcsyn_options(uint8_t type, uint32_t tsecr, uint8_t *o)
 	return i + edp_marker_build(type, o + i, EDP_MARKER_SIZE);
 }
 
-/* A RECONNECT (ANSWER NULL) or its RECONNECT_ACK in a SYN (SYN-ACK). */
-static void send_rcsyn(const struct fz_peer *p, uint32_t counter,
-		       const struct rcsyn_seen *answer)
+/*
+ * A RECONNECT in a SYN from where P's host is (ANSWER NULL), or the
+ * answer to ours: RECONNECT_ACK and a challenge in a SYN-ACK, back to
+ * where that SYN came from (its source is the claim; rcsyn.h).
+ */
+static void send_rcsyn(struct fz_peer *p, uint32_t counter,
+		       const struct rcsyn_seen *answer,
+		       const struct fz_seg *syn)
 {
 	uint8_t type = answer ? EDP_RECONNECT_ACK : EDP_RECONNECT;
 	struct edp_msg m;
@@ -316,7 +345,18 @@ static void send_rcsyn(const struct fz_peer *p, uint32_t counter,
 
 	base_seg(p, &s, TCP_FLAG_SYN | (answer ? TCP_FLAG_ACK : 0));
 	fz_peer_numbered(p, type, counter, &m);
-	s.paylen = edp_option_build(&m, s.payload, sizeof(s.payload));
+	s.paylen = edp_option_build(&m, s.payload, EDP_NUMBERED_SIZE);
+	if (answer) {
+		s.src = syn->dst;
+		s.dst = syn->src;
+		p->claim = true;
+		p->claim_from = syn->src;
+		p->claim_to = syn->dst;
+		for (int i = 0; i < EDP_CHALLENGE_LEN; i++)
+			p->challenge[i] = (uint8_t)fz_rand();
+		memcpy(s.payload + s.paylen, p->challenge, EDP_CHALLENGE_LEN);
+		s.paylen += EDP_CHALLENGE_LEN;
+	}
 	s.optlen = fz_rcsyn_options(type, answer ? answer->tsval : 0, s.opt);
 	s.seq = p->snd_nxt - 1 - (uint32_t)s.paylen;
 	s.ack = answer ? answer->end : 0;
@@ -355,27 +395,34 @@ static void rcsyn_message(const struct fz_seg *s, const struct packet *pk)
 	    !p->racks || p->silent || !numbered_ok(p, &m))
 		return;
 	if (m.type == EDP_RECONNECT_ACK) {
-		/* Its handshake's third segment, a heartbeat (rcsyn.c). */
-		struct edp_msg hb;
+		/* Our move answered: the third segment proves we read the
+		 * challenge (rcsyn.c rcsyn_send_confirm()). */
 		struct fz_seg a;
 
-		if (m.counter > p->hb_out || m.counter <= p->hb_acked)
+		if (m.counter > p->hb_out || m.counter <= p->hb_acked ||
+		    !seen.has_challenge)
 			return;
 		p->hb_acked = m.counter;
 		base_seg(p, &a, TCP_FLAG_ACK);
 		a.seq = seen.ack;
 		a.ack = seen.end;
-		fz_peer_numbered(p, EDP_HEARTBEAT, ++p->hb_out, &hb);
-		a.optlen = edp_option_build(&hb, a.opt, sizeof(a.opt));
+		m = (struct edp_msg){ .version = EDP_VERSION,
+				      .type = EDP_RECONNECT_CONFIRM,
+				      .conn_id = p->conn_id,
+				      .counter = ++p->hb_out };
+		edp_mac_challenge(p->key, numbered_role(EDP_RECONNECT_CONFIRM,
+							p->client),
+				  m.counter, seen.challenge, &p->t, m.mac);
+		a.optlen = edp_option_build(&m, a.opt, sizeof(a.opt));
 		send_seg(&a);
 		return;
 	}
+	/* A claim: answered with a challenge, followed only once the third
+	 * segment proves it (numbered_message()). */
 	if (m.counter <= p->hb_in)
 		return;
 	p->hb_in = m.counter;
-	p->ours = s->src;
-	p->away = false;
-	send_rcsyn(p, m.counter, &seen);
+	send_rcsyn(p, m.counter, &seen, s);
 }
 
 /* ---- the remote kernel ---- */
@@ -582,7 +629,7 @@ void fz_peer_message(unsigned n, uint8_t what, uint8_t arg)
 		return;
 	case 6:
 		if (p->connected)
-			send_rcsyn(p, ++p->hb_out, NULL);
+			send_rcsyn(p, ++p->hb_out, NULL, NULL);
 		return;
 	default:
 		if (p->keyed && !p->client)
@@ -598,7 +645,7 @@ void fz_peer_move(unsigned n, int ai, int pi, bool reconnect)
 	p->wire.addr = *fz_remote_addr(f, ai % FZ_REMOTE_ADDRS);
 	p->wire.port = fz_remote_port(pi % 3);
 	if (reconnect && p->racks && p->connected)
-		send_rcsyn(p, ++p->hb_out, NULL);
+		send_rcsyn(p, ++p->hb_out, NULL, NULL);
 }
 
 void fz_peer_forget(unsigned n)

@@ -89,6 +89,12 @@ static int index_of(const struct addr *a, const struct addr *pool, int n)
 	return -1;
 }
 
+int fz_remote_index(const struct addr *a)
+{
+	return index_of(a, remote_addrs[a->family == AF_INET6],
+			FZ_REMOTE_ADDRS);
+}
+
 int fz_local_index(const struct addr *a)
 {
 	return index_of(a, local_addrs[a->family == AF_INET6], FZ_LOCAL_ADDRS);

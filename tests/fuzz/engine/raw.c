@@ -52,8 +52,13 @@ static void racks_option(struct fz_seg *s, const struct edp_msg *m)
 static void options(struct fz_seg *s, const struct fz_peer *p, uint8_t kind,
 		    uint8_t arg)
 {
+	static const uint8_t numbered[] = {
+		EDP_HEARTBEAT, EDP_HEARTBEAT_ACK, EDP_RECONNECT,
+		EDP_RECONNECT_ACK, EDP_AWAY, EDP_AWAY_ACK,
+		EDP_RECONNECT_CONFIRM,
+	};
 	struct edp_msg m = { .version = EDP_VERSION };
-	uint8_t type = (uint8_t)(EDP_HEARTBEAT + arg % 6);
+	uint8_t type = numbered[arg % sizeof(numbered)];
 
 	switch (kind % 19) {
 	case 0:

@@ -7,9 +7,11 @@
  */
 #include "inject.h"
 
-int real_inject_open(struct inject **out, uint32_t mark);
+int real_inject_open(struct inject **out, uint32_t mark,
+		     uint32_t unspliced_mark);
 void real_inject_close(struct inject *inj);
-void real_inject_set_mark(struct inject *inj, uint32_t mark);
+void real_inject_set_mark(struct inject *inj, uint32_t mark,
+			  uint32_t unspliced_mark);
 int real_inject_send(struct inject *inj, const struct inject_segment *seg);
 int real_inject_unreachable(struct inject *inj, const struct endpoint *local,
 			    const struct endpoint *remote, uint32_t seq);
