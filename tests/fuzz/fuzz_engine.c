@@ -12,7 +12,7 @@
  * way through the timers; a run ends with daemon_stop(), after which no
  * timer may be left.
  *
- * Input: two bytes of configuration, two of seed, then operations, each
+ * Input: three bytes of configuration, two of seed, then operations, each
  * an opcode byte and its arguments (missing bytes read as zero).
  * tests/fuzz/gen_seeds.py writes seeds that reach the deep states.
  * RACKS_FUZZ_LOG=1 traces a run (rackd's log included) on stderr.
@@ -74,8 +74,9 @@ static const uint64_t advance_ms[16] = {
 
 static char exports[EXPORTS][2048];
 static unsigned user_cut, link_down;
-/* The configuration bytes, for a restart; the state file's path. */
-static uint8_t config_a, config_b;
+/* The configuration bytes (configure()), for a restart; the state
+ * file's path. */
+static uint8_t config_a, config_b, config_c;
 static char state_path[64];
 
 uint8_t fz_u8(struct fz_input *in)
@@ -105,8 +106,10 @@ static uint32_t isn_of(uint8_t mode, unsigned n)
 }
 
 /* The configuration: short timeouts and a small table reachable. */
-static void configure(struct config *cfg, uint8_t a, uint8_t b)
+static void configure(struct config *cfg, uint8_t a, uint8_t b, uint8_t c)
 {
+	static const uint32_t half[4] = { 16384, 1, 2, 4 };
+	static const uint32_t per_prefix[4] = { 4096, 1, 2, 3 };
 	static const uint64_t suspend[4] = { 5000, 1000, 300, 5000 };
 	static const uint64_t max_suspend[4] = { 3ULL * 86400000, 20000, 3000,
 						 60000 };
@@ -123,6 +126,15 @@ static void configure(struct config *cfg, uint8_t a, uint8_t b)
 	cfg->sweep_interval_ms = sweep[b >> 2 & 3];
 	cfg->max_connections = maxconn[b >> 4 & 7];
 	cfg->retry_interval_ms = b & 0x80 ? 200 : 1000;
+	cfg->max_half_open = half[c & 3];
+	cfg->max_half_open_per_prefix = per_prefix[c >> 2 & 3];
+	if (c & 0x10) {
+		/* One server port, the pool's first local (and remote) one. */
+		cfg->all_ports = false;
+		cfg->ports = xcalloc(1, sizeof(*cfg->ports));
+		cfg->ports[0].first = cfg->ports[0].last = fz_local_port(0);
+		cfg->nports = 1;
+	}
 }
 
 static void set_cut(void)
@@ -387,7 +399,7 @@ static void start(struct rackd *d, const char *state)
 {
 	memset(d, 0, sizeof(*d));
 	d->cfg = config_defaults();
-	configure(d->cfg, config_a, config_b);
+	configure(d->cfg, config_a, config_b, config_c);
 	fz_wire(d);
 	d->config_path = CONFIG_PATH;
 	d->sock_path = "fuzz";
@@ -585,6 +597,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	config_a = fz_u8(&in);
 	config_b = fz_u8(&in);
+	config_c = fz_u8(&in);
 	fz_rng_seed(fz_u16(&in) + 1);
 	fz_fake_reset();
 	fz_nft_reset();

@@ -36,12 +36,13 @@ def flow(v6=0, local=0, remote=0, lport=0, rport=0):
 
 
 def engine(ops, auto=True, suspend=0, max_suspend=0, setup=0, sweep=0,
-           maxconn=0, seed=1):
-    """Two bytes of configuration (fuzz_engine.c configure()), two of
+           maxconn=0, halfopen=0, per_prefix=0, one_port=False, seed=1):
+    """Three bytes of configuration (fuzz_engine.c configure()), two of
     seed, then the operations."""
     a = (0x80 if auto else 0) | suspend | max_suspend << 2 | setup << 5
     b = sweep << 2 | maxconn << 4
-    out = bytes([a, b, seed >> 8, seed & 0xff])
+    c = halfopen | per_prefix << 2 | (0x10 if one_port else 0)
+    out = bytes([a, b, c, seed >> 8, seed & 0xff])
     for op in ops:
         out += bytes(op)
     return out
@@ -127,6 +128,14 @@ def engine_seeds():
         [(PEER_STATE, f0, 1, 0), (PEER_CONNECT, f0, 3, 0x81), (DRAIN,),
          (ADVANCE, MS_10), (PEER_SEND, f0, 0x80), (DRAIN,),
          (ADVANCE, MS_1S)])
+    # SYNs from the same prefixes beyond the half-open bounds: the
+    # oldest make room, adopted later; one server port considered.
+    seeds["halfopen.bin"] = engine(
+        [(PEER_CONNECT, f0, 3, 1), (PEER_CONNECT, f8, 3, 1),
+         (PEER_CONNECT, flow(rport=1), 3, 1),
+         (PEER_CONNECT, flow(remote=1), 3, 1), (ADVANCE, MS_10),
+         (DRAIN,), (ADVANCE, MS_1S), (ADVANCE, MS_10S)],
+        auto=False, halfopen=2, per_prefix=1, one_port=True)
     # Lost set-up messages, retries, a timeout.
     seeds["lossy_setup.bin"] = engine(
         [(CONNECT, f0, 3, 0x0f), (DELIVER, 1, 0), (DELIVER, 1, 0),

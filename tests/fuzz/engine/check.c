@@ -95,6 +95,41 @@ static void check_table(struct rackd *d)
 		 "max_connections %u", t->count, d->cfg->max_connections);
 }
 
+/* Half-open entries: a list of live connections' links, counted right,
+ * within their bounds (halfopen.h). */
+static void check_halfopen(struct rackd *d)
+{
+	const struct halfopen *h = &d->conns.halfopen;
+	const struct halfopen_link *prev = NULL;
+	unsigned n = 0, linked = 0;
+
+	for (const struct halfopen_link *l = h->head; l; prev = l, l = l->next) {
+		bool found = false;
+
+		FZ_CHECK(++n <= h->count && n <= MAX_CONNS, "the half-open "
+			 "list is longer than its count %u (or cyclic)",
+			 h->count);
+		FZ_CHECK(l->linked && l->prev == prev, "half-open list links");
+		for (size_t i = 0; i < nconns && !found; i++)
+			found = &conns[i]->ho == l;
+		FZ_CHECK(found, "a half-open entry of no connection in the "
+			 "table");
+		FZ_CHECK(halfopen_prefix_count(h, &l->src) <=
+			 d->cfg->max_half_open_per_prefix, "%u half-open from "
+			 "one prefix, more than max_half_open_per_prefix %u",
+			 halfopen_prefix_count(h, &l->src),
+			 d->cfg->max_half_open_per_prefix);
+	}
+	FZ_CHECK(n == h->count && h->tail == prev, "half-open counts %u, its "
+		 "list has %u", h->count, n);
+	for (size_t i = 0; i < nconns; i++)
+		linked += conns[i]->ho.linked;
+	FZ_CHECK(linked == n, "%u connections half-open, the list has %u",
+		 linked, n);
+	FZ_CHECK(n <= d->cfg->max_half_open || n <= bound_floor, "%u half-open, "
+		 "more than max_half_open %u", n, d->cfg->max_half_open);
+}
+
 static unsigned count_kept(struct rackd *d, const struct addr *a)
 {
 	unsigned n = 0;
@@ -311,6 +346,7 @@ void fz_check(struct rackd *d)
 	if (!d || !d->loop || off)
 		return;
 	check_table(d);
+	check_halfopen(d);
 	for (size_t i = 0; i < nconns; i++)
 		check_conn(d, conns[i]);
 	check_paths(d);

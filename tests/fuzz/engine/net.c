@@ -125,6 +125,21 @@ static bool known_filtered(const struct fz_seg *s, bool outbound)
 	       m.type == EDP_ADOPT && fz_known("abort-keeps-keys");
 }
 
+/* The server ports rackd considers (ruleset.c syn_chain(), probe_in):
+ * a SYN-ACK's source port, any other segment's destination port. */
+static bool server_port(const struct fz_seg *s)
+{
+	const struct config *cfg = fz_d->cfg;
+	bool synack = (s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) ==
+		      (TCP_FLAG_SYN | TCP_FLAG_ACK);
+	uint16_t port = synack ? s->src.port : s->dst.port;
+
+	for (size_t i = 0; i < cfg->nports && !cfg->all_ports; i++)
+		if (port >= cfg->ports[i].first && port <= cfg->ports[i].last)
+			return true;
+	return cfg->all_ports;
+}
+
 /* Output: the handshake rule (fail-open queue), held flows (strict
  * queue), flows being adopted (fail-open); -1 when nothing diverts. */
 static int divert_out(const struct fz_seg *s)
@@ -133,7 +148,8 @@ static int divert_out(const struct fz_seg *s)
 
 	if (!fz_table)
 		return -1;
-	if (f == TCP_FLAG_SYN && (!(s->flags & TCP_FLAG_ACK) ||
+	if (f == TCP_FLAG_SYN && (!(s->flags & TCP_FLAG_ACK) ?
+				  server_port(s) :
 				  fz_nft_offered(&s->src, &s->dst)))
 		return FZ_QUEUE;
 	if (fz_chains.held_out && fz_nft_held(&s->src, &s->dst))
@@ -199,7 +215,9 @@ static bool handshake_in(const struct fz_seg *s, bool marked)
 	bool probe = fz_d->cfg->answer_probes &&
 		     s->tos >> 2 == EDP_PROBE_DSCP;
 
-	if (!(s->flags & (TCP_FLAG_FIN | TCP_FLAG_SYN | TCP_FLAG_RST)))
+	/* syn_in and probe_in consider the server ports only. */
+	if (!(s->flags & (TCP_FLAG_FIN | TCP_FLAG_SYN | TCP_FLAG_RST)) ||
+	    !server_port(s))
 		return false;
 	if (f == (TCP_FLAG_SYN | TCP_FLAG_ACK) && !marked)
 		return true;
