@@ -195,6 +195,17 @@ def crash_reproducers():
     crashes["restart-fatal.bin"] = engine(
         [(HANDSHAKE, a6, out), (HANDSHAKE, b6, out), (ADVANCE, MS_1S),
          (CTL, PEER, 0, 1), (RESTART, 1)])
+    # Found on main at 91d66cf. A suspended path moves to a new local
+    # address where another connection travels already: the move is
+    # refused, and the path keeps no timer.
+    f10 = flow(local=1)        # 192.0.2.11:443 -> 198.51.100.2:443
+    crashes["migrate-stays-untimed.bin"] = engine(
+        [(HANDSHAKE, f10, out), (CONNECT, f0, 3, 0x0f), (CUT, 2),
+         (ADVANCE, MS_10S)])
+    # A new connection on the tuple a spliced one travels with.
+    crashes["splice-new-socket.bin"] = engine(
+        [(HANDSHAKE, f10, out), (ADDR, 1 << 1, 1), (ADVANCE, MS_1S),
+         (CONNECT, f0, 3, 0x0f), (ADVANCE, MS_1S)])
     path = os.path.join(os.path.dirname(SEEDS), "crashes")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():

@@ -108,10 +108,20 @@ void fz_kernel_connect(unsigned n, uint32_t isn, uint8_t optbits)
 	struct fz_sock *k = &fz_socks[n];
 
 	/* A tuple in use connects only once it is closing (TIME_WAIT
-	 * reuse) or gone. */
+	 * reuse) or gone. Known bug "splice-new-socket": nor onto a tuple
+	 * a splice uses (the kernel would, it knows nothing of it). */
 	if (k->exists && k->state != TCP_TIME_WAIT &&
 	    k->state != TCP_CLOSE)
 		return;
+	if (fz_known("splice-new-socket") && fz_d) {
+		struct endpoint l, r;
+		struct conn *c;
+
+		fz_flow_endpoints(n, &l, &r);
+		c = conn_lookup_wire(&fz_d->conns, &l, &r);
+		if (c && !endpoint_equal(&c->local, &l))
+			return;
+	}
 	memset(k, 0, sizeof(*k));
 	k->exists = true;
 	k->state = TCP_SYN_SENT;
