@@ -349,11 +349,15 @@ static void send_rcsyn(struct fz_peer *p, uint32_t counter,
 	if (answer) {
 		s.src = syn->dst;
 		s.dst = syn->src;
+		/* Retries of one claim keep its challenge (reconnect.c
+		 * claim()): a confirmation of an earlier answer counts. */
+		if (!p->claim || !endpoint_equal(&p->claim_from, &syn->src) ||
+		    !endpoint_equal(&p->claim_to, &syn->dst))
+			for (int i = 0; i < EDP_CHALLENGE_LEN; i++)
+				p->challenge[i] = (uint8_t)fz_rand();
 		p->claim = true;
 		p->claim_from = syn->src;
 		p->claim_to = syn->dst;
-		for (int i = 0; i < EDP_CHALLENGE_LEN; i++)
-			p->challenge[i] = (uint8_t)fz_rand();
 		memcpy(s.payload + s.paylen, p->challenge, EDP_CHALLENGE_LEN);
 		s.paylen += EDP_CHALLENGE_LEN;
 	}
