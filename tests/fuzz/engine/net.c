@@ -103,16 +103,20 @@ static void to_wire(struct fz_seg *s, bool unspliced)
  * RACKS_FUZZ_KNOWN: the segment that would set one off goes nowhere.
  *  syn-reuse         a SYN on the tuple of a connection rackd manages
  *  abort-keeps-keys  an ADOPT for a connection aborted with its keys
+ *  splice-new-socket a SYN on the tuple a splice uses
  */
 static bool known_filtered(const struct fz_seg *s, bool outbound)
 {
 	const struct endpoint *l = outbound ? &s->src : &s->dst;
 	const struct endpoint *r = outbound ? &s->dst : &s->src;
-	struct conn *c = conn_lookup(&fz_d->conns, l, r);
+	struct conn *c = conn_lookup(&fz_d->conns, l, r), *w;
 	size_t olen = 0;
 	const uint8_t *o = fz_exp_option(s, &olen);
 	struct edp_msg m;
 
+	if ((s->flags & TCP_FLAG_SYN) && fz_known("splice-new-socket") &&
+	    (w = conn_lookup_wire(&fz_d->conns, l, r)) && w != c)
+		return true;
 	if (!c)
 		return false;
 	if ((s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST)) ==
