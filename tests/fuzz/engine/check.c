@@ -375,7 +375,9 @@ void fz_check_stats_print(void)
 		fprintf(stderr, " %s %llu", reach_names[i],
 			(unsigned long long)reached_total[i]);
 	fprintf(stderr, "\nfuzz_engine: messages the peers could not verify "
-		"%llu; events posted:", (unsigned long long)fz_peer_unverified);
+		"%llu (stale reconnection confirmations %llu); events posted:",
+		(unsigned long long)fz_peer_unverified,
+		(unsigned long long)fz_peer_stale_confirms);
 	for (int t = 0; t < EVENT_MAX; t++)
 		if (event_name(t))
 			fprintf(stderr, " %s %llu", event_name(t),

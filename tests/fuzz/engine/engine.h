@@ -316,16 +316,22 @@ struct fz_peer {
 	uint64_t conn_id;
 	uint32_t hb_out, hb_in, hb_acked;
 	bool away;		/* told that our end is moving */
-	/* Our reconnection it answered: where from, the challenge. */
+	/* Our reconnection it answered: where from, the challenge; the
+	 * challenges of earlier claims (a late answer may confirm one). */
 	bool claim;
 	struct endpoint claim_from, claim_to;
 	uint8_t challenge[EDP_CHALLENGE_LEN];
+	uint8_t old_challenges[4][EDP_CHALLENGE_LEN];
+	unsigned nold;
 	bool tainted;		/* raw segments touched it: keys may differ */
 };
 extern struct fz_peer fz_peers[FZ_FLOWS];
 /* rackd's messages the peers could not verify (set-up raced by stale
  * messages, or raw segments), across inputs. */
 extern uint64_t fz_peer_unverified;
+/* rackd's confirmations of an earlier claim's challenge, sent late from
+ * where the connection is now (refused by the peer, MAC right). */
+extern uint64_t fz_peer_stale_confirms;
 
 /* A segment from this host reaches the remote hosts. */
 void fz_peer_receive(const uint8_t *pkt, size_t len);
