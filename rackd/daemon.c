@@ -363,7 +363,13 @@ static bool hand_over(struct rackd *d)
 	size_t len = 0;
 	FILE *f;
 
-	if (!d->state->path || state_write(d))
+	if (!d->state->path)
+		return false;
+	/* Connections that closed since the last sweep leave no rewrites
+	 * behind: with no rackd to notice, they would catch the next
+	 * connections on their ports. */
+	track_sweep(d);
+	if (state_write(d))
 		return false;
 	if (!d->splice->mapped && !d->held)
 		return false;
@@ -426,5 +432,6 @@ void daemon_stop(struct rackd *d)
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);
+	ruleset_close();
 	log_info("stopped");
 }
