@@ -18,7 +18,7 @@
  *	each one is connected or has failed (S, default 120, bounds it all).
  *	Then it keeps them open, idle, and watches them: a connection that
  *	is reset, closed or fails while idle is recorded with the time it
- *	happened. Commands, one per line on stdin:
+ *	happened (the first and last reset are reported). Commands, one per line on stdin:
  *	  echo [SECONDS]  every open connection sends a token of its own
  *	      (TOKEN_LEN bytes: round, index, local port, a random nonce) and
  *	      reads it back within SECONDS (default 30); one JSON line:
@@ -30,9 +30,12 @@
  *	      killed it, timeout means no (complete) echo in time, bad a wrong
  *	      echo, and reset_first/last the wall-clock times (Unix seconds)
  *	      of the first and last reset seen (null if none).
- *	  status  {"open", "reset", "closed", "error", "reset_first",
- *	      "reset_last", "reset_ports"} without sending anything.
- *	  ports   {"ports": [...]} the local ports of the open connections.
+ *	  status  {"open", "reset", "closed", "error", "stray_bytes",
+ *	      "reset_first", "reset_last", "reset_ports"} without sending
+ *	      anything; stray_bytes counts late echoes of rounds that timed
+ *	      out, read and dropped while idle.
+ *	  ports   {"open": n, "ports": [...]} the local ports of the open
+ *	      connections.
  *	EOF on stdin closes every connection and exits 0.
  *
  * Both ends raise RLIMIT_NOFILE for themselves (root may raise the hard
@@ -325,6 +328,7 @@ struct fleet {
 	int ep;
 	struct conn *c;
 	unsigned long n, open, round;
+	unsigned long stray;	/* late echo bytes read while idle */
 	double reset_first, reset_last;
 };
 
@@ -483,16 +487,17 @@ static void connect_all(struct fleet *f, const char *host, unsigned long port,
 	fflush(stdout);
 }
 
-/* Something happened on an idle connection: it was reset, closed, or
- * sent bytes nobody asked for (read and counted as closed: an echo
- * server never does that). */
+/* Something happened on an idle connection: it was reset or closed, or
+ * a late echo of a round that timed out arrived (read and forgotten). */
 static void idle_event(struct fleet *f, struct conn *c)
 {
 	char buf[256];
 	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 
-	if (n < 0 && errno == EAGAIN)
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
+		f->stray += n > 0 ? (unsigned long)n : 0;
 		return;
+	}
 	conn_died(f, c, n < 0 ? errno : 0);
 }
 
@@ -531,8 +536,8 @@ static void status(struct fleet *f)
 	for (unsigned long i = 0; i < f->n; i++)
 		k[f->c[i].state]++;
 	printf("{\"open\": %lu, \"reset\": %lu, \"closed\": %lu, "
-	       "\"error\": %lu", k[C_OPEN], k[C_RESET], k[C_CLOSED],
-	       k[C_ERROR]);
+	       "\"error\": %lu, \"stray_bytes\": %lu", k[C_OPEN], k[C_RESET],
+	       k[C_CLOSED], k[C_ERROR], f->stray);
 	print_time("reset_first", f->reset_first);
 	print_time("reset_last", f->reset_last);
 	print_ports(f, "reset_ports", C_RESET, -1);
@@ -687,7 +692,7 @@ static int client_command(struct fleet *f, const char *line)
 	} else if (strncmp(line, "status", 6) == 0) {
 		status(f);
 	} else if (strncmp(line, "ports", 5) == 0) {
-		printf("{");
+		printf("{\"open\": %lu", f->open);
 		print_ports(f, "ports", C_OPEN, -1);
 		printf("}\n");
 		fflush(stdout);
