@@ -203,7 +203,7 @@ clean:
 # rr and connbench are standalone programs (libc only), built with the
 # project's warnings.
 BENCH_TOOLS := $(BUILD)/bench/rr $(BUILD)/bench/connbench \
-	$(BUILD)/bench/nfqfloor $(BUILD)/bench/connfleet
+	$(BUILD)/bench/nfqfloor $(BUILD)/bench/connfleet $(BUILD)/bench/synflood
 bench-tools: $(BENCH_TOOLS)
 
 # nfqfloor serves a queue exactly as rackd does: it links rackd's queue,

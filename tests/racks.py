@@ -178,25 +178,24 @@ FLEET_TOOL = testbed.REPO / "build" / "bench" / "connfleet"
 
 
 class Fleet:
-    """A connfleet echo server in B-side namespace SERVER_NS and N idle
-    connections to it from CLIENT_NS, opened at most WINDOW connect()s at
-    a time. ``opened`` is the client's first report."""
+    """A connfleet echo server in SERVER_NS (unless server is False: one
+    listens there already) and N idle connections to it from CLIENT_NS,
+    opened at most WINDOW connect()s at a time, one every PACE_MS ms.
+    ``opened`` is the client's first report."""
 
     def __init__(self, server_ns, client_ns, addr, port, n, window=256,
-                 timeout=300):
+                 timeout=300, pace_ms=0, server=True):
         if not FLEET_TOOL.exists():
             raise testbed.TestbedError(f"{FLEET_TOOL} missing: make "
                                        "test-tools")
         self.port = port
         self.n = n
-        self.server = server_ns.popen([FLEET_TOOL, "serve", port],
-                                      stdin=subprocess.PIPE)
-        line = testbed.read_line(self.server, 10, "connfleet server")
-        if line != "READY":
-            raise testbed.TestbedError(f"connfleet server said {line!r}")
+        self.server = None
+        if server:
+            self.server = fleet_server(server_ns, port)
         self.client = client_ns.popen(
             [FLEET_TOOL, "connect", addr, port, n, "--window", window,
-             "--timeout", timeout], stdin=subprocess.PIPE)
+             "--pace", pace_ms, "--timeout", timeout], stdin=subprocess.PIPE)
         self.opened = json.loads(testbed.read_line(
             self.client, timeout + 30, "connfleet connections"))
 
@@ -225,7 +224,16 @@ class Fleet:
         return self._ask(self.server, "status", 60, "connfleet server status")
 
     def close(self):
-        testbed.terminate([self.client, self.server])
+        testbed.terminate([p for p in (self.client, self.server) if p])
+
+
+def fleet_server(ns, port):
+    """A connfleet echo server on [::]:port in ns, once listening."""
+    proc = ns.popen([FLEET_TOOL, "serve", port], stdin=subprocess.PIPE)
+    line = testbed.read_line(proc, 10, "connfleet server")
+    if line != "READY":
+        raise testbed.TestbedError(f"connfleet server said {line!r}")
+    return proc
 
 
 def fleet_states(rackd, port, timeout=120):

@@ -11,9 +11,10 @@
  *	back. On a line "status" on stdin it prints one JSON line:
  *	{"accepted": n, "open": n, "reset": n, "closed": n, "error": n}
  *	(connections that ended with a RST, an EOF, another error).
- *   connfleet connect HOST PORT N [--window W] [--timeout S]
+ *   connfleet connect HOST PORT N [--window W] [--pace MS] [--timeout S]
  *	Opens N connections to HOST:PORT (a numeric IPv4 or IPv6 address),
- *	at most W (default 256) connect()s in flight at a time, and prints
+ *	at most W (default 256) connect()s in flight at a time and, with
+ *	--pace, one connect() started every MS milliseconds, and prints
  *	{"connected": n, "failed": f, "seconds": t, "errors": {...}} once
  *	each one is connected or has failed (S, default 120, bounds it all).
  *	Then it keeps them open, idle, and watches them: a connection that
@@ -401,7 +402,7 @@ static const char *errname(int err)
 }
 
 static void connect_all(struct fleet *f, const char *host, unsigned long port,
-			unsigned long window, double timeout)
+			unsigned long window, double pace, double timeout)
 {
 	struct sockaddr_storage ss;
 	struct epoll_event evs[MAX_EVENTS];
@@ -414,7 +415,8 @@ static void connect_all(struct fleet *f, const char *host, unsigned long port,
 	double t0 = mono();
 
 	while ((next < f->n || pending) && mono() - t0 < timeout) {
-		while (next < f->n && pending < window) {
+		while (next < f->n && pending < window &&
+		       mono() - t0 >= next * pace) {
 			struct conn *c = &f->c[next];
 			int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK |
 					SOCK_CLOEXEC, 0);
@@ -430,7 +432,7 @@ static void connect_all(struct fleet *f, const char *host, unsigned long port,
 			next++;
 			pending++;
 		}
-		int n = epoll_wait(f->ep, evs, MAX_EVENTS, 100);
+		int n = epoll_wait(f->ep, evs, MAX_EVENTS, pace > 0 ? 1 : 100);
 
 		for (int i = 0; i < n; i++) {
 			struct conn *c = &f->c[evs[i].data.u64];
@@ -705,7 +707,8 @@ static int client_command(struct fleet *f, const char *line)
 }
 
 static int connect_fleet(const char *host, unsigned long port,
-			 unsigned long n, unsigned long window, double timeout)
+			 unsigned long n, unsigned long window, double pace,
+			 double timeout)
 {
 	struct fleet f = { .n = n };
 	struct epoll_event evs[MAX_EVENTS];
@@ -719,7 +722,7 @@ static int connect_fleet(const char *host, unsigned long port,
 	f.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (f.ep < 0)
 		die("epoll_create1: %s", strerror(errno));
-	connect_all(&f, host, port, window, timeout);
+	connect_all(&f, host, port, window, pace, timeout);
 	ep_ctl(f.ep, EPOLL_CTL_ADD, 0, EPOLLIN, STDIN_TAG);
 	for (;;) {
 		int k = epoll_wait(f.ep, evs, MAX_EVENTS, -1);
@@ -753,7 +756,7 @@ static void usage(void) __attribute__((noreturn));
 static void usage(void)
 {
 	fputs("usage: connfleet serve PORT\n"
-	      "       connfleet connect HOST PORT N [--window W] "
+	      "       connfleet connect HOST PORT N [--window W] [--pace MS] "
 	      "[--timeout S]\n", stderr);
 	exit(1);
 }
@@ -761,7 +764,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	unsigned long window = 256;
-	double timeout = 120;
+	double timeout = 120, pace = 0;
 
 	if (argc == 3 && strcmp(argv[1], "serve") == 0)
 		return serve(parse_num(argv[2], "port", 1, 65535));
@@ -772,6 +775,9 @@ int main(int argc, char **argv)
 			usage();
 		if (strcmp(argv[i], "--window") == 0)
 			window = parse_num(argv[++i], "window", 1, MAX_CONNS);
+		else if (strcmp(argv[i], "--pace") == 0)
+			pace = (double)parse_num(argv[++i], "pace", 0,
+						 3600000) / 1000;
 		else if (strcmp(argv[i], "--timeout") == 0)
 			timeout = (double)parse_num(argv[++i], "timeout", 1,
 						    86400);
@@ -780,5 +786,5 @@ int main(int argc, char **argv)
 	}
 	return connect_fleet(argv[2], parse_num(argv[3], "port", 1, 65535),
 			     parse_num(argv[4], "count", 1, MAX_CONNS), window,
-			     timeout);
+			     pace, timeout);
 }
