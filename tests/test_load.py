@@ -70,7 +70,8 @@ class Watch:
         self.backlog = {h: 0 for h in rackds}
 
     def _take(self):
-        return {h: (r.status(), racks.nfqueue_stats(r.ns),
+        # A rackd busy with thousands of reconnections answers late.
+        return {h: (r.ctl_json("status", timeout=120), racks.nfqueue_stats(r.ns),
                     racks.kernel_counters(r.ns))
                 for h, r in self.rackds.items()}
 
@@ -95,6 +96,32 @@ class Watch:
                       "kernel": {k: k1.get(k, 0) - k0.get(k, 0)
                                  for k in KERNEL}}
         return out
+
+
+def describe(summary):
+    """The summary as lines a reader can take in."""
+    lines = [f"{summary['family']}, {summary['n']} connections moved at "
+             f"once during a {CUT_S} s cut: echo " +
+             ", ".join(f"{k} {summary[k]}" for k in
+                       ("ok", "reset", "closed", "timeout", "bad", "error")) +
+             f"; all connected again {summary['connected_again_s']} s after "
+             f"the restore" + (f"; resets from {summary['resets'][0]} to "
+                              f"{summary['resets'][1]} s after the restore"
+                              if "resets" in summary else ""),
+             f"  server (B): {summary['server']}"]
+    for h in ("a", "b"):
+        r = summary[h]
+        lines.append(f"  {h.upper()} rackd: " + ", ".join(
+            f"{k} {v}" for k, v in r["rackd"].items()))
+        for q in r["nfqueue"]:
+            lines.append(f"  {h.upper()} nfqueue {q['queue']}: queued "
+                         f"{q['queued']}, dropped {q['dropped']}, "
+                         f"user_dropped {q['user_dropped']}, waiting now "
+                         f"{q['waiting']}, largest backlog seen "
+                         f"{r['largest_backlog']}")
+        lines.append(f"  {h.upper()} kernel: " + ", ".join(
+            f"{k} {v}" for k, v in r["kernel"].items()))
+    return "\n".join(lines)
 
 
 def wait_all_connected(topo, ra, rb, fleet, n, new, timeout, watch):
@@ -149,7 +176,8 @@ def _moved_at_once(topo, ra, rb, fleet, family, n, setup_timeout,
         CUT_S - 1, lambda: f"A spliced / B suspended: {ra.status()['spliced']}"
         f" / {rb.status()['suspended']} of {n}", interval=0.5)
     time.sleep(max(0.0, CUT_S - (time.monotonic() - cut_at)))
-    sa, sb = ra.status(), rb.status()
+    sa, sb = ra.ctl_json("status", timeout=60), rb.ctl_json("status",
+                                                            timeout=60)
     assert sa["suspended"] == n and sa["spliced"] == n, sa
     assert sa["path_migrations"] - watch.before["a"][0]["path_migrations"] \
         == 1, sa
@@ -167,19 +195,18 @@ def _moved_at_once(topo, ra, rb, fleet, family, n, setup_timeout,
                "connected_again_s": None if took is None else round(took, 2),
                "server": server, **report}
     if echo["reset_first"]:
-        summary["resets_s_after_restore"] = [
-            round(echo["reset_first"] - restored, 2),
-            round(echo["reset_last"] - restored, 2)]
-    print(f"\n{family}: {n} connections moved at once during a {CUT_S} s "
-          f"cut: {summary}")
-    assert echo["ok"] == n and not any(failed.values()), summary
-    assert server["open"] == n and server["reset"] == 0, summary
-    assert took is not None, summary
+        summary["resets"] = [round(echo["reset_first"] - restored, 2),
+                             round(echo["reset_last"] - restored, 2)]
+    text = describe(summary)
+    print("\n" + text)
+    assert echo["ok"] == n and not any(failed.values()), text
+    assert server["open"] == n and server["reset"] == 0, text
+    assert took is not None, text
     a, b = report["a"]["rackd"], report["b"]["rackd"]
-    assert a["reconnects_sent"] >= n and a["reconnect_acks_in"] >= n, summary
-    assert b["reconnects_accepted"] >= n, summary
-    assert a["spliced"] == b["spliced"] == n, summary
-    assert a["splice_errors"] == b["splice_errors"] == 0, summary
+    assert a["reconnects_sent"] >= n and a["reconnect_acks_in"] >= n, text
+    assert b["reconnects_accepted"] >= n, text
+    assert a["spliced"] == b["spliced"] == n, text
+    assert a["splice_errors"] == b["splice_errors"] == 0, text
     return summary
 
 
