@@ -722,9 +722,33 @@ def _moved_once(bench, mode, n, family="v4"):
     moves meanwhile (plain TCP cannot follow a move: its run has the
     same cut and no move, the least an echo after the restore costs).
     Returns {"connected": s or None, "echoed": s or None, "failed": k,
-    "detail": ...}, times counted from the restore."""
-    topo = bench.topo
-    rackds = bench.racks() if mode == "racks" else (bench.plain() or [])
+    "detail": ...}, times counted from the restore.
+
+    Each run has a topology of its own: a stopped rackd leaves its
+    splices' rewrites behind for the next one (rackd(8)), and those of
+    a run's connections would take over the next run's connections that
+    happen to reuse their ports."""
+    bench.plain()
+    with testbed.Topology.create() as topo:
+        rackds = [topo.start_rackd(h, debug=False) for h in "ab"] \
+            if mode == "racks" else []
+        try:
+            return _moved_in(topo, rackds, n, family)
+        except (testbed.TestbedError, TimeoutError) as err:
+            return {"connected": None, "echoed": None, "failed": n,
+                    "detail": f"failed: {str(err).splitlines()[0]}"}
+
+
+def _moved_to(rackd, key, addr):
+    """rackd's connections on MOVE_PORT connected with KEY at addr."""
+    return sum(c["state"] == "connected" and
+               c[key].rsplit(":", 1)[0].strip("[]") == addr
+               for c in rackd.ctl_json("list", timeout=120)
+               if MOVE_PORT in (int(c["local"].rsplit(":", 1)[1]),
+                                int(c["remote"].rsplit(":", 1)[1])))
+
+
+def _moved_in(topo, rackds, n, family):
     fleet = rk.Fleet(topo.b, topo.a, topo.addr["b"][family], MOVE_PORT, n)
     out = {"connected": None, "echoed": None, "failed": n, "detail": ""}
     evs = []
@@ -753,23 +777,25 @@ def _moved_once(bench, mode, n, family="v4"):
                         fleet.status()["open"] < n:
                     break
                 time.sleep(0.2)
-            moved = [sum(c["state"] == "connected" and
-                         c[k].rsplit(":", 1)[0].strip("[]") == new
-                         for c in r.ctl_json("list", timeout=120)
-                         if MOVE_PORT in (int(c["local"].rsplit(":", 1)[1]),
-                                          int(c["remote"].rsplit(":", 1)[1])))
-                     for r, k in ((ra, "wire_local"), (rb, "wire_remote"))]
-            if all(len(e.resumed) >= n for e in evs) and moved == [n, n]:
-                out["connected"] = max(max(e.resumed.values())
-                                       for e in evs) - restored
-            st = [r.status() for r in rackds]
-            out["detail"] = (f"connected at the new address A {moved[0]}, "
-                             f"B {moved[1]}; A reconnects_sent "
-                             f"{st[0]['reconnects_sent']}, reconnect_acks_in "
-                             f"{st[0]['reconnect_acks_in']}; B "
-                             f"reconnects_accepted "
-                             f"{st[1]['reconnects_accepted']}, spliced "
-                             f"{st[1]['spliced']}")
+            try:
+                moved = [_moved_to(r, k, new) for r, k in
+                         ((ra, "wire_local"), (rb, "wire_remote"))]
+                st = [r.ctl_json("status", timeout=120) for r in rackds]
+            except testbed.TestbedError as err:
+                out["detail"] = ("a rackd did not answer: "
+                                 f"{str(err).splitlines()[0]}")
+            else:
+                if all(len(e.resumed) >= n for e in evs) and \
+                        moved == [n, n]:
+                    out["connected"] = max(max(e.resumed.values())
+                                           for e in evs) - restored
+                out["detail"] = (
+                    f"connected at the new address A {moved[0]}, B "
+                    f"{moved[1]}; A reconnects_sent "
+                    f"{st[0]['reconnects_sent']}, reconnect_acks_in "
+                    f"{st[0]['reconnect_acks_in']}; B reconnects_accepted "
+                    f"{st[1]['reconnects_accepted']}, spliced "
+                    f"{st[1]['spliced']}")
         echo = fleet.echo(60)
         done = time.time()
         out["failed"] = n - echo["ok"]
@@ -783,7 +809,6 @@ def _moved_once(bench, mode, n, family="v4"):
         for e in evs:
             e.close()
         fleet.close()
-        bench.plain()
 
 
 def moved(bench):
@@ -883,7 +908,12 @@ def _flood_once(bench, mode, rate, secs, m, family="v4"):
             out["peak"] = peak
             # Real connections: managed within 15 s of being opened.
             time.sleep(max(0.0, 15 - (time.monotonic() - opened_at)))
-            states = rk.fleet_states(ra, FLOOD_PORT)
+            states = {}
+            for c in ra.ctl_json("list", timeout=60):
+                if c["remote"].endswith(f":{FLOOD_PORT}"):
+                    key = c["state"] + (f" ({c['unmanaged']})"
+                                        if c.get("unmanaged") else "")
+                    states[key] = states.get(key, 0) + 1
             out["managed"] = states.get("connected", 0)
             out["states"] = states
             out["entries_later"] = rb.ctl_json("status",
@@ -934,7 +964,8 @@ def synflood(bench):
                          "largest backlog "
                          f"{r['peak']['backlog']} (dropped {q.get('dropped')}, "
                          f"user_dropped {q.get('user_dropped')}); the real "
-                         f"connections in A's rackd: {r['states']}; plain: "
+                         f"connections in A's rackd (state, why unmanaged): "
+                         f"{r['states']}; plain: "
                          f"{p['opened']} of {m} opened")
     finally:
         topo.r.ip("route", "del", "blackhole", FLOOD_PREFIX, check=False)
