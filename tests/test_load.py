@@ -70,10 +70,17 @@ class Watch:
         self.backlog = {h: 0 for h in rackds}
 
     def _take(self):
-        # A rackd busy with thousands of reconnections answers late.
-        return {h: (r.ctl_json("status", timeout=120), racks.nfqueue_stats(r.ns),
-                    racks.kernel_counters(r.ns))
-                for h, r in self.rackds.items()}
+        # A rackd busy with thousands of reconnections answers late, or
+        # not at all (then its counters are missing from the report).
+        out = {}
+        for h, r in self.rackds.items():
+            try:
+                st = r.ctl_json("status", timeout=120)
+            except testbed.TestbedError:
+                st = None
+            out[h] = (st, racks.nfqueue_stats(r.ns),
+                      racks.kernel_counters(r.ns))
+        return out
 
     def sample(self):
         for h, r in self.rackds.items():
@@ -90,8 +97,10 @@ class Watch:
                       "user_dropped": b["user_dropped"] - a["user_dropped"],
                       "waiting": b["total"]}
                      for a, b in zip(q0, q1)]
-            out[h] = {"rackd": {**{k: s1[k] - s0[k] for k in COUNTERS},
-                                **{k: s1[k] for k in GAUGES}},
+            rackd = {"unanswered": "rackctl status: no answer in 120 s"} \
+                if s1 is None else {**{k: s1[k] - s0[k] for k in COUNTERS},
+                                    **{k: s1[k] for k in GAUGES}}
+            out[h] = {"rackd": rackd,
                       "nfqueue": queue, "largest_backlog": self.backlog[h],
                       "kernel": {k: k1.get(k, 0) - k0.get(k, 0)
                                  for k in KERNEL}}
@@ -105,7 +114,8 @@ def describe(summary):
              ", ".join(f"{k} {summary[k]}" for k in
                        ("ok", "reset", "closed", "timeout", "bad", "error")) +
              f"; all connected again {summary['connected_again_s']} s after "
-             f"the restore" + (f"; resets from {summary['resets'][0]} to "
+             f"the restore ({summary['waited']})" +
+             (f"; resets from {summary['resets'][0]} to "
                               f"{summary['resets'][1]} s after the restore"
                               if "resets" in summary else ""),
              f"  server (B): {summary['server']}"]
@@ -126,20 +136,25 @@ def describe(summary):
 
 def wait_all_connected(topo, ra, rb, fleet, n, new, timeout, watch):
     """Until all n are connected at A's new address on both ends, or a
-    connection dies (connfleet saw it reset or closed), or timeout.
-    Returns seconds since it began, or None."""
+    connection dies (connfleet saw it reset or closed), or a rackd does
+    not answer rackctl within 120 s, or timeout. Returns (seconds since
+    it began or None, why it stopped waiting)."""
     t0 = time.monotonic()
     interval = 1 if n < 5000 else 2
     while time.monotonic() - t0 < timeout:
         watch.sample()
         st = fleet.status()
         if st["open"] < n:
-            return None
-        if moved(ra, PORT, "wire_local", new) == n and \
-                moved(rb, PORT, "wire_remote", new) == n:
-            return time.monotonic() - t0
+            return None, f"connections died: {st['open']} of {n} open"
+        try:
+            if moved(ra, PORT, "wire_local", new) == n and \
+                    moved(rb, PORT, "wire_remote", new) == n:
+                return time.monotonic() - t0, "all connected"
+        except testbed.TestbedError as err:
+            return None, ("a rackd did not answer: "
+                          f"{str(err).splitlines()[0]}")
         time.sleep(interval)
-    return None
+    return None, f"not all connected within {timeout} s"
 
 
 def moved_at_once(topo, family, n, setup_timeout, restore_timeout):
@@ -171,21 +186,23 @@ def _moved_at_once(topo, ra, rb, fleet, family, n, setup_timeout,
     # The scenario, proven: A suspended everything at once (carrier
     # loss) and spliced it to its new address; B, hearing nothing for
     # suspend_after, suspended everything too.
+    def status(rackd):
+        return rackd.ctl_json("status", timeout=60)
+
     testbed.wait_until(
-        lambda: ra.status()["spliced"] == n and rb.status()["suspended"] == n,
-        CUT_S - 1, lambda: f"A spliced / B suspended: {ra.status()['spliced']}"
-        f" / {rb.status()['suspended']} of {n}", interval=0.5)
+        lambda: status(ra)["spliced"] == n and status(rb)["suspended"] == n,
+        CUT_S - 1, lambda: f"A spliced / B suspended: {status(ra)['spliced']}"
+        f" / {status(rb)['suspended']} of {n}", interval=0.5)
     time.sleep(max(0.0, CUT_S - (time.monotonic() - cut_at)))
-    sa, sb = ra.ctl_json("status", timeout=60), rb.ctl_json("status",
-                                                            timeout=60)
+    sa, sb = status(ra), status(rb)
     assert sa["suspended"] == n and sa["spliced"] == n, sa
     assert sa["path_migrations"] - watch.before["a"][0]["path_migrations"] \
         == 1, sa
     assert sb["suspended"] == n, sb
     restored = time.time()
     topo.restore("a")
-    took = wait_all_connected(topo, ra, rb, fleet, n, new, restore_timeout,
-                              watch)
+    took, why = wait_all_connected(topo, ra, rb, fleet, n, new,
+                                   restore_timeout, watch)
     echo = fleet.echo(30)
     server = fleet.server_status()
     report = watch.report()
@@ -193,6 +210,7 @@ def _moved_at_once(topo, ra, rb, fleet, family, n, setup_timeout,
                                    "error")}
     summary = {"family": family, "n": n, "ok": echo["ok"], **failed,
                "connected_again_s": None if took is None else round(took, 2),
+               "waited": why,
                "server": server, **report}
     if echo["reset_first"]:
         summary["resets"] = [round(echo["reset_first"] - restored, 2),
@@ -203,6 +221,7 @@ def _moved_at_once(topo, ra, rb, fleet, family, n, setup_timeout,
     assert server["open"] == n and server["reset"] == 0, text
     assert took is not None, text
     a, b = report["a"]["rackd"], report["b"]["rackd"]
+    assert "unanswered" not in a and "unanswered" not in b, text
     assert a["reconnects_sent"] >= n and a["reconnect_acks_in"] >= n, text
     assert b["reconnects_accepted"] >= n, text
     assert a["spliced"] == b["spliced"] == n, text
