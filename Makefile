@@ -204,7 +204,7 @@ clean:
 # rr and connbench are standalone programs (libc only), built with the
 # project's warnings.
 BENCH_TOOLS := $(BUILD)/bench/rr $(BUILD)/bench/connbench \
-	$(BUILD)/bench/nfqfloor
+	$(BUILD)/bench/nfqfloor $(BUILD)/bench/connfleet $(BUILD)/bench/synflood
 bench-tools: $(BENCH_TOOLS)
 
 # nfqfloor serves a queue exactly as rackd does: it links rackd's queue,
@@ -228,7 +228,9 @@ $(BUILD)/bench/%: bench/tools/%.c
 # adds its queue rule with rackd's xt target module.
 WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c \
 	nft/xt_queue.c rackd/io/log.c
-TEST_TOOLS := $(BUILD)/tests/wintrack
+# connfleet (bench/tools/connfleet.c: thousands of idle connections, each
+# echoing on command) serves tests/test_load.py as well as the bench.
+TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/bench/connfleet
 test-tools: $(TEST_TOOLS)
 
 $(BUILD)/tests/wintrack: $(WINTRACK_SRC) tests/tools/wintrack.h
