@@ -330,6 +330,18 @@ void daemon_start(struct rackd *d)
 	ret = ruleset_install(d->cfg, d->cfg->queue_mode, state, &d->queue_mode,
 			      &replaced, err, sizeof(err));
 	free(state);
+	if (ret && state && ret != -ENOTSUP) {
+		/* What the state file says cannot go into a table (its
+		 * splices clash, say): rackd starts without it rather than
+		 * not at all, and its connections are adopted again. */
+		log_warnx("ruleset with the state file's %zu connection(s) "
+			  "refused (%s): starting without them",
+			  d->conns.count, err);
+		state_forget_restored(d);
+		ret = ruleset_install(d->cfg, d->cfg->queue_mode, NULL,
+				      &d->queue_mode, &replaced, err,
+				      sizeof(err));
+	}
 	if (ret) {
 		ctl_close(d->ctl);
 		fatalx(ret == -ENOTSUP ? EXIT_KERNEL : 1, "ruleset: %s", err);
