@@ -203,6 +203,11 @@ static void compare(struct rackd *d, struct conn *c)
 		if (!channel_numbers_plausible(c, a->peer_seq, a->peer_ack)) {
 			d->edp.bad_seq++;
 			d->adopt->stats.unchecked_dropped++;
+			/* Forged, or the connection moved on while we learnt:
+			 * our own ADOPT asks the peer, whose answer sits
+			 * where the connection is now. */
+			if (!timer_pending(&a->timer))
+				loop_timer_arm(d->loop, &a->timer, 0);
 			return;
 		}
 	}

@@ -457,6 +457,10 @@ TEST(test_unknown_flows_adopt_checked_once_learnt)
 	CHECK_EQ_INT(c->rcv_base, 1901);	/* not raised */
 	CHECK_EQ_INT(state.stats.unchecked_dropped, 1);
 	CHECK_EQ_INT(setups, 0);
+	/* Our own ADOPT asks the peer instead. */
+	fake_advance(0);
+	CHECK_EQ_INT(nsent, 1);
+	CHECK_EQ_INT(sent[0].x_own, 1001);
 	/* The same from where the connection is: taken (positive control). */
 	p.seq = 7;
 	CHECK_EQ_INT(adopt_input(&d, c, &p, &m), NF_DROP);
