@@ -398,7 +398,9 @@ static struct conn *adopt_new(struct rackd *d, const struct endpoint *local,
 		d->adopt->stats.refused++;
 		return NULL;
 	}
-	if (d->conns.count >= d->cfg->max_connections) {
+	if (!(d->adopt->ops->make_room ?
+	      d->adopt->ops->make_room(d, &remote->addr) :
+	      d->conns.count < d->cfg->max_connections)) {
 		d->stats.conns_refused++;
 		return NULL;
 	}
