@@ -1,6 +1,7 @@
 """Helpers shared by the rackd integration tests (on top of testbed.py)."""
 
 import functools
+import json
 import subprocess
 
 import testbed
@@ -166,3 +167,62 @@ def ctl_request(rackd, cmd, *pairs, timeout=10):
         else:
             records[-1][key] = value
     return records, errno, error
+
+
+class NftMonitor:
+    """`nft monitor` in a namespace: every change to its rulesets, grouped
+    by transaction (each ends with a "# new generation N by process PID
+    (NAME)" line). Started, it has seen a probe transaction of its own, so
+    nothing after is missed."""
+
+    def __init__(self, ns):
+        import threading
+        self.ns = ns
+        self.proc = ns.popen(["nft", "monitor"])
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        probe = f"racks_monitor_probe_{id(self)}"
+        testbed.nft(ns, f"add table inet {probe}; delete table inet {probe}")
+        testbed.wait_until(lambda: any(probe in line for line in self.lines),
+                           10, f"nft monitor in {ns.name} to see its probe")
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def transactions(self, process=None):
+        """[(process name, [lines])] of every transaction seen so far,
+        only those of PROCESS (a name, e.g. 'rackd') when given."""
+        out, pending = [], []
+        for line in list(self.lines):
+            if line.startswith("# new generation "):
+                name = line.rsplit("(", 1)[-1].rstrip(")")
+                if process is None or name == process:
+                    out.append((name, pending))
+                pending = []
+            else:
+                pending.append(line)
+        return out
+
+    def stop(self):
+        testbed.terminate([self.proc])
+        if self.proc in self.ns.procs:
+            self.ns.procs.remove(self.proc)
+        self.reader.join(5)
+
+
+def chain_rules(ns, chain, table="racks", family="inet"):
+    """The rules of a chain, each the list of its expressions as nft's
+    JSON gives them ({"mangle": ...}, {"jump": ...}, ...)."""
+    out = json.loads(testbed.nft(ns, ["-j", "list", "chain", family, table,
+                                      chain]))
+    return [item["rule"]["expr"] for item in out["nftables"] if "rule" in item]
+
+
+def verdicts_of(rule):
+    """The statements of a rule (chain_rules) that send a packet elsewhere:
+    jump, goto, queue (native) or an xt target (NFQUEUE)."""
+    return [e for e in rule
+            if set(e) & {"jump", "goto", "queue"}
+            or ("xt" in e and e["xt"].get("type") == "target")]
