@@ -226,3 +226,10 @@ def verdicts_of(rule):
     return [e for e in rule
             if set(e) & {"jump", "goto", "queue"}
             or ("xt" in e and e["xt"].get("type") == "target")]
+
+
+def table_handle(ns, table="racks", family="inet"):
+    """The kernel's handle of a table: a table made anew gets a new one."""
+    out = json.loads(testbed.nft(ns, ["-j", "list", "table", family, table]))
+    return next(item["table"]["handle"] for item in out["nftables"]
+                if "table" in item)

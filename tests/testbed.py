@@ -1086,17 +1086,20 @@ class Topology:
     def lost(self, host):
         """What netem(host)'s loss dropped so far: {'syn': SYNs and
         SYN-ACKs, 'racks': other segments carrying racks' option (set-up
-        messages, heartbeats, ADOPTs), 'other': everything else}."""
+        messages, heartbeats, ADOPTs), 'other': everything else}, and
+        'seen': every packet it judged."""
         return nft_counters(self.r, f"testbed_loss_{self.router_iface(host)}")
 
     def _add_loss(self, host, loss_pct):
         """R loses loss_pct % of what it sends toward host (forwarded or
         its own). Everything but the handshake and racks' messages is lost
-        at random; SYNs and SYN-ACKs ('syn') and segments with racks'
-        option ('racks') lose exactly one in round(100 / loss_pct) of
-        their kind, counted from the first, so that a test of a hundred
-        handshakes surely loses some (at random, 600 such packets at 1 %
-        lose none in 0.24 % of the runs). A counter per kind."""
+        at random ('other'); SYNs and SYN-ACKs ('syn') and segments with
+        racks' option ('racks') lose exactly one in N = round(100 /
+        loss_pct) of their kind, the first at N / 2 (the 51st at 1 %), so
+        that a test of a hundred handshakes surely loses some (at random,
+        600 such packets at 1 % lose none in 0.24 % of the runs), and one
+        of a few flows loses none. A counter per kind, and 'seen' for
+        every packet judged."""
         if not 0 < loss_pct <= 100:
             raise ValueError(f"loss_pct must be in (0, 100], not {loss_pct}")
         rif = self.router_iface(host)
@@ -1105,16 +1108,17 @@ class Topology:
             f"numgen random mod 10000 < {round(loss_pct * 100)} "
         table = f"testbed_loss_{rif}"
         return Middlebox(self.r, table, f"""table inet {table} {{
+  counter seen {{ }}
   counter syn {{ }}
   counter racks {{ }}
   counter other {{ }}
   chain forward {{
     type filter hook forward priority 0; policy accept;
-    oifname "{rif}" jump judge
+    oifname "{rif}" counter name "seen" jump judge
   }}
   chain output {{
     type filter hook output priority 0; policy accept;
-    oifname "{rif}" jump judge
+    oifname "{rif}" counter name "seen" jump judge
   }}
   chain judge {{
     tcp flags & (syn | rst) == syn goto lose_syn
@@ -1122,10 +1126,10 @@ class Topology:
     {chance}counter name "other" drop
   }}
   chain lose_syn {{
-    numgen inc mod {every} 0 counter name "syn" drop
+    numgen inc mod {every} {every // 2} counter name "syn" drop
   }}
   chain lose_racks {{
-    numgen inc mod {every} 0 counter name "racks" drop
+    numgen inc mod {every} {every // 2} counter name "racks" drop
   }}
 }}
 """)
