@@ -177,6 +177,13 @@ def test_plain_peer_sees_an_ordinary_connection(topo, tmp_path, racks_side):
         assert rackd.connections() == []
         assert st["syn"] == 0 and st["synack"] == 0, st
         assert st["packets_queued"] == 0, st
+        # The positive control, in the same counters: B's own connect()
+        # to A is diverted (its SYN offers racks, A's SYN-ACK comes back).
+        back = start_xfer_server(topo.a, PORT + 1)
+        testbed.xfer_client(topo.b, topo.addr["a"]["v4"], PORT + 1, 1000)
+        back.results()
+        st = rackd.status()
+        assert st["syn"] == 1 and st["synack"] == 1, st
 
 
 def test_option_fits_exactly_and_md5_signature_survives(topo):
@@ -513,6 +520,11 @@ def test_ordinary_half_closing_clients_are_not_disturbed(topo, first_data):
                       str(PORT), first_data]).stdout
     assert out == f"echo:{first_data}"
     assert rb.status()["edp_probes_answered"] == 0
+    # The positive control, in the same counter: a marked probe to the
+    # same server is answered.
+    found = rackctl_probe(topo.a, f"{topo.addr['b']['v4']}:{PORT}")
+    assert found["result"] == "enhanced", found
+    assert rb.status()["edp_probes_answered"] == 1
 
 
 def connect_times(ns, addr, port, n):

@@ -179,12 +179,10 @@ def reconnect_option(conn_id, counter, mac, type_=8):
 
 
 def capture_reconnects(ns, iface, pcap):
-    """tcpdump in ns of every SYN (reconnections travel in SYNs)."""
-    proc = ns.popen(["tcpdump", "-i", iface, "-U", "--immediate-mode",
-                     "-w", str(pcap), "tcp[tcpflags] & tcp-syn != 0"],
-                    stdout=testbed.subprocess.DEVNULL)
-    time.sleep(1)
-    return proc
+    """tcpdump in ns of every SYN (reconnections travel in SYNs), listening
+    when this returns (testbed.Capture)."""
+    return testbed.Capture(ns, pcap, "tcp[tcpflags] & tcp-syn != 0",
+                           iface=iface)
 
 
 def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
@@ -224,9 +222,7 @@ def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
     racks.wait_connected_at(rb, "wire_remote", first, 5, local_port=PORT)
     second = topo.move_to_new_subnet("a", "v4")
     racks.wait_connected_at(rb, "wire_remote", second, 5, local_port=PORT)
-    time.sleep(0.5)
-    testbed.terminate([dump])
-    topo.r.procs.remove(dump) if dump in topo.r.procs else None
+    dump.stop()
     captured = reconnection_syns(pcap, conn_id)
     assert captured, "no reconnection captured"
     old = captured[0]

@@ -296,22 +296,33 @@ def test_close_kills_processes_and_deletes_namespaces():
 
 
 def test_failed_construction_leaves_nothing(monkeypatch):
-    before = set(testbed.namespace_names())
+    before = set(testbed.own_namespace_names())
+    made = []
+    real_add = testbed.run
+
+    def run(cmd, *args, **kw):
+        if list(cmd[:3]) == ["ip", "netns", "add"]:
+            made.append(cmd[3])
+        return real_add(cmd, *args, **kw)
 
     def broken(self, host):
         raise testbed.TestbedError("injected failure")
 
     monkeypatch.setattr(testbed.Topology, "_build_link", broken)
+    monkeypatch.setattr(testbed, "run", run)
     with pytest.raises(testbed.TestbedError, match="injected"):
         testbed.Topology.create()
-    assert set(testbed.namespace_names()) == before
+    # It got as far as making its namespaces (three), and removed them.
+    assert len(made) == 3, made
+    assert set(testbed.own_namespace_names()) == before
+    assert not set(made) & set(testbed.namespace_names())
 
 
 @pytest.mark.slow
 def test_repeated_topologies_leak_nothing():
-    before = set(testbed.namespace_names())
+    before = set(testbed.own_namespace_names())
     for _ in range(20):
         with testbed.Topology.create() as topo:
             start_xfer_server(topo.b, PORT)
             xfer_client(topo.a, topo.addr["b"]["v6"], PORT, 200 * MB)
-    assert set(testbed.namespace_names()) == before
+    assert set(testbed.own_namespace_names()) == before

@@ -331,10 +331,20 @@ def delete_namespace(name):
         run(["ip", "netns", "delete", name])
 
 
+def own_namespace_names():
+    """Names of the test-bed namespaces this process made and still has
+    (other test processes, e.g. pytest-xdist's other workers, make and
+    delete theirs meanwhile)."""
+    prefix = f"rk{os.getpid()}x"
+    return [name for name in namespace_names() if name.startswith(prefix)]
+
+
 def remove_stale_namespaces():
     """Delete test-bed namespaces left by test processes that no longer exist.
 
-    Only names are removed (``ip netns delete``); nothing is killed.
+    Only names are removed (``ip netns delete``); nothing is killed. A
+    live process's namespaces stay, whoever's they are: parallel workers
+    of one run each call this at start.
     """
     removed = []
     for name in namespace_names():
