@@ -59,6 +59,7 @@ def assert_adopted(rackd, why, **ports):
     return shown
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 @pytest.mark.parametrize("box,why", [("drop_first_syn", "syn_retransmitted"),
                                      ("drop_option_syns", "syn_retransmitted"),
@@ -198,6 +199,7 @@ ORDINARY_TCPEXT = {f"TcpExt{name}" for name in (
     "TCPBacklogCoalesce", "TCPHystartTrainDetect", "TCPHystartTrainCwnd")}
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("racks_side", ["client", "server"])
 def test_plain_peer_sees_at_most_three_adopts(topo, tmp_path, racks_side):
     """rackd on one end only. Client side: its offer is answered plain,
@@ -282,6 +284,7 @@ def test_plain_peer_sees_at_most_three_adopts(topo, tmp_path, racks_side):
     testbed.terminate([client, server])
 
 
+@pytest.mark.timing
 def test_many_connections_older_than_rackd_are_adopted(topo):
     """500 idle connections open before either rackd starts: the start-up
     scans adopt them all (learning in batches, their flows written to the
@@ -356,6 +359,8 @@ def test_forged_adopts_change_nothing(topo):
     rb = topo.start_rackd("b", config=FAST)
     size = 8 * MB
     server, client = start_transfer(topo, "v4", size, rate=1 * MB)
+    racks.wait_states(ra, "connected", remote_port=PORT)
+    racks.wait_states(rb, "connected", local_port=PORT)
     before = racks.conn_of(rb, local_port=PORT)
     assert before["state"] == "connected"
     a4, b4 = topo.addr["a"]["v4"], topo.addr["b"]["v4"]
@@ -407,6 +412,7 @@ def test_adopted_connection_survives_a_restart_with_its_state(topo):
     cut_move_restore(topo, ra, rb, "v4", server, client, size)
 
 
+@pytest.mark.bulk
 def test_busy_connection_is_learnt(topo):
     """Both rackds start in the middle of a transfer at 20 MB/s each way:
     every segment read is a lower bound of the numbers, the largest ones
@@ -431,6 +437,7 @@ def test_busy_connection_is_learnt(topo):
     print(f"\nbusy: learnt in {rounds} rounds from {samples} samples")
 
 
+@pytest.mark.timing
 def test_reload_while_learning_keeps_the_flow_diverted(topo):
     """A reload re-creates the table with empty sets: the flows being
     learnt go back in with the new table, so learning goes on.
@@ -490,8 +497,7 @@ def test_adoption_passes_a_window_tracking_firewall(topo, family, case):
     and wintrack drops nothing: ADOPTs, the challenge ACKs learning draws
     from the sockets and set-up all sit inside the window."""
     from test_wintrack import Wintrack, summary
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "test-tools"],
-                   check=True, timeout=120)
+    testbed.make("test-tools", timeout=120)
     mbox = middlebox(topo, "strip_option") if case == "stripped" else None
     wt = Wintrack(topo, strict=True)
     size = 8 * MB
@@ -526,8 +532,7 @@ def test_adopted_connection_moves_through_a_window_tracking_firewall(topo):
     wintrack --strict, which tracks the new flow from that SYN: nothing
     dropped, every byte checked."""
     from test_wintrack import Wintrack, summary
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "test-tools"],
-                   check=True, timeout=120)
+    testbed.make("test-tools", timeout=120)
     wt = Wintrack(topo, strict=True)
     size = 16 * MB
     server, client = start_transfer(topo, "v4", size, rate=1 * MB)

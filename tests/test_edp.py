@@ -40,6 +40,7 @@ def wait_state(rackd, conn_id, state, timeout=10):
         f"connection {conn_id} to become {state}")
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_racks_peers_agree_on_a_key_and_leave_data_to_the_kernel(topo, family):
     ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
@@ -266,6 +267,7 @@ def test_lost_setup_message_is_retried(topo):
     server.results()
 
 
+@pytest.mark.timing
 def test_setup_that_cannot_complete_is_released_and_app_unaffected(topo):
     router_drop_setup_messages(topo)
     conf = "setup_timeout = 1s\n"
@@ -345,6 +347,7 @@ def test_a_message_rackd_does_not_consume_goes_on_exactly_once(topo):
     assert after.counts() == {"spliced": 2, "unspliced": 2}, after.listing()
     assert delta(before, ra.status())["edp_rejected_length"] == 4
     assert ra.status()["spliced"] == 1
+    assert rb.status()["reconnects_accepted"] == 1
     racks.check_both_ways(server, client, 4 * MB)
 
 
@@ -548,6 +551,7 @@ while True:
 """
 
 
+@pytest.mark.timing
 def test_connection_setup_time_is_reported(topo):
     """Printed, not asserted: the benchmark issue turns it into ratios."""
     start_py_server(topo.b, ACCEPTOR)
@@ -587,6 +591,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.bulk
 def test_a_thousand_simultaneous_connections_all_set_up(topo):
     n = 1000
     start_py_server(topo.b, SILENT)

@@ -82,12 +82,14 @@ def run(topo, family, n, settle):
     testbed.terminate([client, server])
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_a_hundred_connections_through_one_percent_loss_are_managed(topo,
                                                                     family):
     run(topo, family, 100, 15)
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_a_thousand_connections_through_one_percent_loss_are_managed(topo):
     run(topo, "v4", 1000, 30)

@@ -131,6 +131,7 @@ def test_end_moves_during_a_cut(topo, family, mover):
           f"connected {reconnected:.2f} s after the restore")
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_make_before_break(topo, family):
     """A gains a new address and then loses its old one, with no cut: the

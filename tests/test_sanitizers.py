@@ -30,6 +30,7 @@ def asan_rackds(topo):
             for h in ("a", "b")]
 
 
+@pytest.mark.bulk
 def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
     ra, rb = asan_rackds
     # An events subscriber, left connected until rackd shuts down.
@@ -136,6 +137,7 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
         assert code == 0, log
 
 
+@pytest.mark.bulk
 def test_sanitized_rackds_through_a_migration(tmp_path):
     """Export, unexport, a refused import, then a process moved from A to
     C with rackckpt (release on A, import and restored on C, the peer

@@ -49,6 +49,7 @@ def test_names_are_short_and_unique(topo_factory):
 
 # --- transfers ----------------------------------------------------------------
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family", FAMILIES)
 def test_xfer_both_ways_arrives_intact(topo, family):
     size = 50 * MB
@@ -114,6 +115,7 @@ def test_nsenter_runs_in_the_namespace_too(topo):
     assert "eth0" in out and "rb" not in out
 
 
+@pytest.mark.timing
 def test_netem_delay_raises_rtt_and_clears(topo):
     target = topo.addr["b"]["v4"]
     base = ping_rtt_ms(topo.a, target)
@@ -318,6 +320,7 @@ def test_failed_construction_leaves_nothing(monkeypatch):
     assert not set(made) & set(testbed.namespace_names())
 
 
+@pytest.mark.bulk
 @pytest.mark.slow
 def test_repeated_topologies_leak_nothing():
     before = set(testbed.own_namespace_names())

@@ -37,6 +37,7 @@ def assert_stream_intact(client, server_reports, sent, received=0):
                                                         testbed.SERVER_SEED)
 
 
+@pytest.mark.bulk
 def test_200mb_both_ways_intact_and_data_never_queued(both):
     """The core performance rule: only the handshake crosses user space."""
     topo, ra, rb = both

@@ -50,8 +50,7 @@ RULESET = f"""table inet {TABLE} {{
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "test-tools"],
-                   check=True, timeout=120)
+    testbed.make("test-tools", timeout=120)
 
 
 class Wintrack:
@@ -234,6 +233,7 @@ def bulk(topo, family, port, size, rate=None):
     return racks.check_both_ways(server, client, size, 180)
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family, strict", [("v4", False), ("v6", False),
                                             ("v4", True), ("v6", True)])
 def test_plain_tcp_passes_untouched(topo, family, strict):
@@ -320,6 +320,7 @@ s.sendall(b"after"); print("AFTER", s.recv(100) == b"after", flush=True)
 """
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_out_of_window_segments_are_dropped(topo, family):
     """After 128 MB each way, a zero-length segment with the connection's
@@ -474,11 +475,13 @@ def managed_through_wintrack(topo, family, seconds, strict):
 # --strict passes whatever it passes to pf's checks too, and updates the
 # same state: zero drops under --strict mean zero under pf. So make check
 # runs --strict only; make check-slow runs both.
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_managed_connections_are_never_suspended(topo, family):
     managed_through_wintrack(topo, family, 20, strict=True)
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 @pytest.mark.parametrize("family, strict", [("v4", False), ("v6", False),
                                             ("v4", True), ("v6", True)])
@@ -487,6 +490,7 @@ def test_managed_connections_are_never_suspended_for_a_minute(topo, family,
     managed_through_wintrack(topo, family, 60, strict)
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_setup_passes_even_racing_full_speed_data(topo, family):
     """Ten connections set up one after the other, and one whose data
@@ -529,6 +533,7 @@ def test_setup_passes_even_racing_full_speed_data(topo, family):
         assert r.status()["edp_setup_ok"] >= 11
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_lone_idle_connection_is_never_suspended(topo, family):
     """The only managed connection between A and B carries every heartbeat:
@@ -592,6 +597,7 @@ def racks_segments(flow):
     return flow["racks_accepted"] + flow["racks_dropped"]
 
 
+@pytest.mark.bulk
 def test_heartbeats_leave_a_closed_connection_and_stay_in_window(topo):
     """Two managed connections share the path, so heartbeats take turns on
     them; one moves 128 MB each way and closes. From then on the path's

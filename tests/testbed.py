@@ -113,6 +113,21 @@ def need_criu(criu):
                     f"(packaging/build-criu.sh)", pytrace=False)
 
 
+def make(*args, timeout=300, **kw):
+    """Run ``make -s -C REPO ARGS`` (subprocess.run's keywords: check=True
+    by default) under a lock of the tree's, so that parallel test
+    processes never build the same file at once (make check builds
+    everything first: then this only finds it up to date)."""
+    import fcntl
+    kw.setdefault("check", True)
+    lock = REPO / "build" / ".make.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        return subprocess.run(["make", "-s", "-C", str(REPO), *args],
+                              timeout=timeout, **kw)
+
+
 def wait_until(predicate, timeout, what, interval=0.05):
     """Poll predicate() until it returns a true value, which is returned.
 
