@@ -68,8 +68,11 @@ def test_racks_peers_agree_on_a_key_and_leave_data_to_the_kernel(topo, family):
         st = rackd.status()
         assert st["edp_setup_ok"] == 1 and st["edp_setup_failed"] == 0
         assert racks.data_packets_queued(st) == 0, st
-        # SYN + SYN-ACK + at most 3 set-up messages in each direction.
-        assert st["packets_queued"] <= 5, st
+        # SYN + SYN-ACK + at most 3 set-up messages in each direction, and
+        # the heartbeats of a transfer that outlasts their interval (it
+        # does on a busy machine).
+        assert st["packets_queued"] <= 5 + st["heartbeats_in"] + \
+            st["heartbeat_acks_in"], st
     print(f"\n{family}: {size // MB} MB each way in {report['seconds']:.2f} s, "
           f"set-up took {sa['setup_ms']} ms (client) / {sb['setup_ms']} ms "
           f"(server)")
@@ -141,10 +144,11 @@ def test_plain_peer_sees_an_ordinary_connection(topo, tmp_path, racks_side):
     pkts = cap.packets()
     assert len(pkts) > 10
     # The plain host's kernel never sent racks' option, not even on its
-    # SYN-ACK (the filter by address works: the racks host's packets are
-    # there, their payload is checked below)...
-    assert racks_options_in(p for p in pkts
-                            if l3_src(p) == topo.addr[plain_host]["v4"]) == []
+    # SYN-ACK (the filter by IP source works: the plain host's packets are
+    # there; the racks host's too, their payload is checked below)...
+    from_plain = [p for p in pkts if l3_src(p) == topo.addr[plain_host]["v4"]]
+    assert len(from_plain) > 5, [p.summary() for p in pkts[:10]]
+    assert racks_options_in(from_plain) == []
     # ...and saw it only from the racks host...
     seen = racks_options_in(p for p in pkts
                             if l3_src(p) == topo.addr[racks_host]["v4"])

@@ -622,7 +622,7 @@ def test_heartbeats_leave_a_closed_connection_and_stay_in_window(topo):
         "wintrack to see the transfer's FINs")
     on_closed = racks_segments(flow_to(stats, 5001))
     on_idle = racks_segments(flow_to(stats, 5002, idle.local_port))
-    heard = [r.status()["heartbeat_acks_in"] for r in (ra, rb)]
+    heard = sum(r.status()["heartbeat_acks_in"] for r in (ra, rb))
     # Heartbeats every 2/3 s from each end: some six in four seconds.
     stats = testbed.wait_until(
         lambda: (st := wt.stats()) and racks_segments(
@@ -638,9 +638,9 @@ def test_heartbeats_leave_a_closed_connection_and_stay_in_window(topo):
         flow_to(stats, 5001)
     assert not wt.drops(), "\n".join(wt.drops()[:40])
     wt.check_clean(stats)
-    # ...and answered: both ends heard acknowledgements meanwhile.
-    assert all(r.status()["heartbeat_acks_in"] > n
-               for r, n in zip((ra, rb), heard)), heard
+    # ...and answered (whichever end's turn it was: an end that hears the
+    # other's heartbeats sends none of its own).
+    assert sum(r.status()["heartbeat_acks_in"] for r in (ra, rb)) > heard
 
 
 @pytest.mark.parametrize("family", ["v4", "v6"])
