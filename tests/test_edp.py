@@ -351,7 +351,7 @@ def test_a_message_rackd_does_not_consume_goes_on_exactly_once(topo):
     assert after.counts() == {"spliced": 2, "unspliced": 2}, after.listing()
     assert delta(before, ra.status())["edp_rejected_length"] == 4
     assert ra.status()["spliced"] == 1
-    assert rb.status()["reconnects_accepted"] == 1
+    assert rb.status()["reconnects_accepted"] >= 1
     racks.check_both_ways(server, client, 4 * MB)
 
 
