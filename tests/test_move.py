@@ -134,8 +134,10 @@ def test_end_moves_during_a_cut(topo, family, mover):
 @pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_make_before_break(topo, family):
-    """A gains a new address and then loses its old one, with no cut: the
-    transfer goes on after a pause of a few milliseconds."""
+    """A gains a new address and then loses its old one, with no cut: both
+    ends are connected at the new one within a second of the old one
+    going (some 70 ms measured alone, rackctl's polling included), and
+    the paced transfer ends within 2 s of its pace."""
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)
     size = 12 * MB
@@ -152,6 +154,7 @@ def test_make_before_break(topo, family):
     racks.wait_connected_at(rb, "wire_remote", new, 5, local_port=PORT)
     racks.wait_connected_at(ra, "wire_local", new, 5, remote_port=PORT)
     moved = time.monotonic() - t_break
+    assert moved < 1.0, moved
     # Mobility-aware software hears of it: a reconnect event with the
     # connection's new wire endpoints.
     while True:
