@@ -422,7 +422,10 @@ def test_forged_and_replayed_reconnection_syns_are_refused(topo, tmp_path):
     assert host_of(now["wire_remote"]) == second, now
     assert now["state"] == "connected"
     st = rb.status()
-    assert st["reconnects_accepted"] == 2, st
+    # The two real moves were accepted (a retransmitted SYN of theirs may
+    # be accepted again), none of the replays.
+    assert before["reconnects_accepted"] >= 2, before
+    assert st["reconnects_accepted"] == before["reconnects_accepted"], st
     # None of them was taken for a new connection's SYN.
     assert st["syn"] == before["syn"], (before["syn"], st["syn"])
     racks.check_both_ways(server, client, SIZE, 60)
