@@ -96,8 +96,11 @@ def sharing(item):
     return kinds[0] if kinds else None
 
 
-def _distributed(config):
-    return config.getoption("dist", "no") not in (None, "no")
+def _grouped(config):
+    """Whether this is an xdist worker of a --dist loadgroup run (xdist
+    sets the workers' own dist option to "no", and loadgroup instead)."""
+    return hasattr(config, "workerinput") and \
+        bool(getattr(config.option, "loadgroup", False))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -108,7 +111,7 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             item.add_marker(skip)
     kinds = {item.nodeid: sharing(item) for item in items}
-    if not _distributed(config):
+    if not _grouped(config):
         return
     # One group each for the bulk and the timing tests (xdist's loadgroup
     # hands a group to one worker), at the front: each is a long chain.
