@@ -173,19 +173,31 @@ class NftMonitor:
     """`nft monitor` in a namespace: every change to its rulesets, grouped
     by transaction (each ends with a "# new generation N by process PID
     (NAME)" line). Started, it has seen a probe transaction of its own, so
-    nothing after is missed."""
+    nothing after is missed (a probe made before it listened is missed:
+    it probes again until one is seen)."""
 
-    def __init__(self, ns):
+    def __init__(self, ns, timeout=10):
+        import itertools
         import threading
         self.ns = ns
         self.proc = ns.popen(["nft", "monitor"])
         self.lines = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        probe = f"racks_monitor_probe_{id(self)}"
-        testbed.nft(ns, f"add table inet {probe}; delete table inet {probe}")
-        testbed.wait_until(lambda: any(probe in line for line in self.lines),
-                           10, f"nft monitor in {ns.name} to see its probe")
+        probes = (f"racks_monitor_probe_{id(self)}_{n}"
+                  for n in itertools.count())
+
+        def seen():
+            probe = next(probes)
+            testbed.nft(ns, f"add table inet {probe}; delete table inet {probe}")
+            try:
+                return testbed.wait_until(
+                    lambda: any(probe in line for line in self.lines), 0.5,
+                    "the probe")
+            except TimeoutError:
+                return False
+        testbed.wait_until(seen, timeout,
+                           f"nft monitor in {ns.name} to see its probe")
 
     def _read(self):
         for line in self.proc.stdout:

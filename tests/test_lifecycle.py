@@ -360,8 +360,13 @@ def test_rackd_keeps_only_net_admin_and_net_raw_and_works(topo):
                                        announce=True)
     client.connected()
     racks.wait_states(ra, "connected", remote_port=5001)
-    racks.move_and_splice(topo, "a", ra)
+    new = racks.move_and_splice(topo, "a", ra)
     assert ra.status()["addresses_kept"] == 1
+    # The reload comes once the reconnection is done, on both ends (a
+    # reload in the middle of one is another scenario).
+    racks.wait_connected_at(ra, "wire_local", new, 10, remote_port=5001)
+    rb = topo.b.rackds[-1]
+    racks.wait_connected_at(rb, "wire_remote", new, 10, local_port=5001)
     ra.ctl("reload")
     racks.check_both_ways(server, client, size)
     testbed.wait_until(lambda: ra.status()["state_writes"] >= 1, 5,
