@@ -85,10 +85,12 @@ def test_cut_loses_carrier_and_restore_heals(topo):
 
 
 def test_silent_cut_keeps_carrier_and_drops_both_ways(topo):
-    topo.cut_silent("a")
+    cut = topo.cut_silent("a")
     assert topo.a.operstate(testbed.HOST_IFACE) == "UP"
     assert_unreachable(topo, "a", "b")
     assert_unreachable(topo, "b", "a")
+    # Both ways: A's echo requests and B's, each family, all counted.
+    cut.assert_acted(at_least=4)
 
     topo.restore_silent("a")
     topo.wait_reachable(timeout=5)
@@ -139,11 +141,13 @@ def test_netem_delayed_path_carries_data_intact(topo):
 
 def test_netem_loss(topo):
     target = topo.addr["b"]["v4"]
-    topo.netem("a", loss_pct=100)
+    loss = topo.netem("a", loss_pct=100)
     assert not ping(topo.a, target, timeout=0.5)
-    topo.netem("a", loss_pct=50)
+    loss.assert_acted("other")                   # B's echo reply, lost
+    loss = topo.netem("a", loss_pct=50)
     stats = testbed.ping_stats(topo.a, target, count=20, interval=0.01, timeout=0.2)
     assert 0 < stats["received"] < 20, stats     # p(false failure) = 2e-6
+    assert loss.count("other") >= 20 - stats["received"], (loss.counts(), stats)
     topo.clear_netem("a")
     assert ping(topo.a, target)
 
