@@ -136,39 +136,6 @@ def move_and_splice(topo, host, rackd, family="v4", timeout=10):
     return new
 
 
-def ctl_request(rackd, cmd, *pairs, timeout=10):
-    """One raw control-protocol request (common/proto.h) to rackd's socket:
-    pairs are (key, value), repeated keys allowed. Returns (records, errno,
-    error): records a list of dicts, the first for lines before any
-    "record=" line."""
-    import socket
-    body = f"cmd={cmd}\n" + "".join(f"{k}={v}\n" for k, v in pairs) + "\n"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(str(rackd.sock))
-        s.sendall(body.encode())
-        data = b""
-        while not data.endswith(b"\n\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    records, errno, error = [{}], None, None
-    for line in data.decode().splitlines():
-        if not line:
-            continue
-        key, _, value = line.partition("=")
-        if key == "record":
-            records.append({})
-        elif key == "errno":
-            errno = int(value)
-        elif key == "error":
-            error = value
-        else:
-            records[-1][key] = value
-    return records, errno, error
-
-
 class NftMonitor:
     """`nft monitor` in a namespace: every change to its rulesets, grouped
     by transaction (each ends with a "# new generation N by process PID
@@ -245,3 +212,37 @@ def table_handle(ns, table="racks", family="inet"):
     out = json.loads(testbed.nft(ns, ["-j", "list", "table", family, table]))
     return next(item["table"]["handle"] for item in out["nftables"]
                 if "table" in item)
+
+
+def ctl_request(rackd, cmd, *pairs, timeout=10):
+    """One raw control-protocol request (common/proto.h) to rackd's socket:
+    pairs are (key, value), repeated keys allowed. Returns (records, errno,
+    error): records a list of dicts, the first for lines before any
+    "record=" line."""
+    import socket
+    body = f"cmd={cmd}\n" + "".join(f"{k}={v}\n" for k, v in pairs) + "\n"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(rackd.sock))
+        s.sendall(body.encode())
+        data = b""
+        while not data.endswith(b"\n\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    records, errno, error = [{}], None, None
+    for line in data.decode().splitlines():
+        if not line:
+            continue
+        key, _, value = line.partition("=")
+        if key == "record":
+            records.append({})
+        elif key == "errno":
+            errno = int(value)
+        elif key == "error":
+            error = value
+        else:
+            records[-1][key] = value
+    return records, errno, error
+
