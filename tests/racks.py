@@ -245,4 +245,3 @@ def ctl_request(rackd, cmd, *pairs, timeout=10):
         else:
             records[-1][key] = value
     return records, errno, error
-
