@@ -133,10 +133,16 @@ fuzz: $(FUZZ_TARGETS)
 	done
 
 # The one command CI runs (README): installs dependencies, builds, runs
-# every fast test. Long proofs are in check-slow.
-check: deps all asan check-unit check-layers test-tools
+# every fast test. Long proofs are in check-slow. The integration tests
+# run in TEST_JOBS pytest-xdist workers (they mostly wait out cuts and
+# timers); tests/conftest.py keeps the CPU-heavy, the timing-sensitive
+# and the machine-wide ones apart (tests/README.md). TEST_JOBS=0: one
+# process.
+TEST_JOBS ?= 4
+PYTEST_JOBS = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup)
+check: deps all asan check-unit check-layers test-tools bench-tools
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
-	$(Q)$(PYTHON) -m pytest -q --durations=12 tests
+	$(Q)$(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=12 tests
 
 # The README's test command on a bare Debian 12 root made anew, from a
 # clone of the committed HEAD (tests/tools/freshroot): proves that deps.sh

@@ -136,6 +136,84 @@ def move_and_splice(topo, host, rackd, family="v4", timeout=10):
     return new
 
 
+class NftMonitor:
+    """`nft monitor` in a namespace: every change to its rulesets, grouped
+    by transaction (each ends with a "# new generation N by process PID
+    (NAME)" line). Started, it has seen a probe transaction of its own, so
+    nothing after is missed (a probe made before it listened is missed:
+    it probes again until one is seen)."""
+
+    def __init__(self, ns, timeout=10):
+        import itertools
+        import threading
+        self.ns = ns
+        self.proc = ns.popen(["nft", "monitor"])
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        probes = (f"racks_monitor_probe_{id(self)}_{n}"
+                  for n in itertools.count())
+
+        def seen():
+            probe = next(probes)
+            testbed.nft(ns, f"add table inet {probe}; delete table inet {probe}")
+            try:
+                return testbed.wait_until(
+                    lambda: any(probe in line for line in self.lines), 0.5,
+                    "the probe")
+            except TimeoutError:
+                return False
+        testbed.wait_until(seen, timeout,
+                           f"nft monitor in {ns.name} to see its probe")
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def transactions(self, process=None):
+        """[(process name, [lines])] of every transaction seen so far,
+        only those of PROCESS (a name, e.g. 'rackd') when given."""
+        out, pending = [], []
+        for line in list(self.lines):
+            if line.startswith("# new generation "):
+                name = line.rsplit("(", 1)[-1].rstrip(")")
+                if process is None or name == process:
+                    out.append((name, pending))
+                pending = []
+            else:
+                pending.append(line)
+        return out
+
+    def stop(self):
+        testbed.terminate([self.proc])
+        if self.proc in self.ns.procs:
+            self.ns.procs.remove(self.proc)
+        self.reader.join(5)
+
+
+def chain_rules(ns, chain, table="racks", family="inet"):
+    """The rules of a chain, each the list of its expressions as nft's
+    JSON gives them ({"mangle": ...}, {"jump": ...}, ...)."""
+    out = json.loads(testbed.nft(ns, ["-j", "list", "chain", family, table,
+                                      chain]))
+    return [item["rule"]["expr"] for item in out["nftables"] if "rule" in item]
+
+
+def verdicts_of(rule):
+    """The statements of a rule (chain_rules) that send a packet elsewhere:
+    jump, goto, queue (native) or an xt target (NFQUEUE)."""
+    return [e for e in rule
+            if set(e) & {"jump", "goto", "queue"}
+            or ("xt" in e and e["xt"].get("type") == "target")]
+
+
+def table_handle(ns, table="racks", family="inet"):
+    """The kernel's handle of a table: a table made anew gets a new one."""
+    out = json.loads(testbed.nft(ns, ["-j", "list", "table", family, table]))
+    return next(item["table"]["handle"] for item in out["nftables"]
+                if "table" in item)
+
+
 def ctl_request(rackd, cmd, *pairs, timeout=10):
     """One raw control-protocol request (common/proto.h) to rackd's socket:
     pairs are (key, value), repeated keys allowed. Returns (records, errno,

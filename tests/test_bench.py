@@ -6,7 +6,6 @@ Topology (tools test): the standard A -- R -- B, no rackd.
 """
 
 import json
-import subprocess
 import sys
 import time
 
@@ -63,9 +62,9 @@ def test_report_states_runs_spread_and_missed_goals(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.timing
 def test_tools_measure_across_the_testbed(topo):
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "bench-tools"],
-                   check=True, timeout=120)
+    testbed.make("bench-tools", timeout=120)
     tools = testbed.REPO / "build" / "bench"
     b4 = topo.addr["b"]["v4"]
     for tool, port, args in (("rr", 7001, ["1", "500", "50"]),
@@ -87,8 +86,7 @@ def test_nfqfloor_diverts_handshakes_and_leaves_no_trace(topo):
     """The floor tool queues every SYN and SYN-ACK of A and accepts them:
     connections still open, its counter moves, and SIGTERM removes its
     table (bench/tools/nfqfloor.c)."""
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "bench-tools"],
-                   check=True, timeout=120)
+    testbed.make("bench-tools", timeout=120)
     tools = testbed.REPO / "build" / "bench"
     floor = topo.a.popen([str(tools / "nfqfloor"), "4300"])
     try:
