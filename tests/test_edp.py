@@ -629,6 +629,7 @@ def test_a_thousand_simultaneous_connections_all_set_up(topo):
           f"{time.monotonic() - started:.2f} s later at most")
 
 
+@pytest.mark.bulk
 def test_evicted_half_open_entries_are_adopted(topo):
     """A server whose half-open entries are full (here: at most 32 per
     source network, so that a burst of one client's connections overflows

@@ -30,6 +30,9 @@ import pytest
 import racks
 import testbed
 
+# Thousands of connections at once load the CPU (tests/README.md).
+pytestmark = pytest.mark.bulk
+
 PORT = 5001
 CUT_S = 12
 # rackd's counters the report shows (differences over the cut and
