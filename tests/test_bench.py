@@ -6,6 +6,7 @@ Topology (tools test): the standard A -- R -- B, no rackd.
 """
 
 import json
+import subprocess
 import sys
 import time
 
@@ -165,8 +166,7 @@ def test_synflood_offers_racks_exactly_as_rackd_does(topo, tmp_path):
     them (only offers are diverted) while B's capture holds every one
     (the control)."""
     testbed.need_tools("tcpdump")
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "bench-tools"],
-                   check=True, timeout=120)
+    testbed.make("bench-tools", timeout=120)
     from scapy.all import TCP, rdpcap
     tools = testbed.REPO / "build" / "bench"
     prefix = "10.71.192.0/18"
