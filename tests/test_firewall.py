@@ -51,8 +51,10 @@ PORT = 5001
 FAST = "suspend_after = 1s\nsweep_interval = 1s\n"
 CUT_SECONDS = 15
 COUNT = 300                 # ssh counter lines, one per 100 ms
-SIZE = 8 * MB
 RATE = 1 * MB               # bytes/s each way: the transfer spans the cut
+# Paced by the clock, the transfer catches up on the cut at full speed:
+# what it has beyond the cut's worth lasts 6 s more, while the test looks.
+SIZE = (CUT_SECONDS + 8) * MB
 
 def install_middlebox(topo, strict=True, nat=False):
     """R's firewall (testbed.Topology.firewall: the policy above, with
@@ -239,10 +241,21 @@ def move_through(topo, tmp_path, family, mover, strict=True, nat=False):
         def moved(c):
             return c["state"] == "connected" and c["reconnections"] >= 1
         wire = "wire_local"
-        wait_all(rackd[mover], mover, lambda c: moved(c) and
-                 host_of(c[wire]) == new, 10, f"connected from {new}")
-        peer = wait_all(rackd[topo.other(mover)], topo.other(mover), moved,
-                        10, "the peer following")
+        other = topo.other(mover)
+
+        # Both ends at once: the paced transfer catches up on the cut at
+        # full speed, and may be over (its connections closed) soon after.
+        def both():
+            mine, theirs = managed(rackd[mover], mover), \
+                managed(rackd[other], other)
+            ok = (len(mine) == len(theirs) == 2 and
+                  all(moved(c) and host_of(c[wire]) == new for c in mine)
+                  and all(map(moved, theirs)))
+            return ok and theirs
+        peer = testbed.wait_until(
+            both, 10, lambda: f"connected from {new}, the peer following: "
+            f"{json.dumps(managed(rackd[mover], mover), indent=1)}\n"
+            f"{json.dumps(managed(rackd[other], other), indent=1)}")
         took = time.monotonic() - t_back
         if not nat:
             assert all(host_of(c["wire_remote"]) == new for c in peer), peer
