@@ -52,9 +52,11 @@ FAST = "suspend_after = 1s\nsweep_interval = 1s\n"
 CUT_SECONDS = 15
 COUNT = 300                 # ssh counter lines, one per 100 ms
 RATE = 1 * MB               # bytes/s each way: the transfer spans the cut
-# Paced by the clock, the transfer catches up on the cut at full speed:
-# what it has beyond the cut's worth lasts 6 s more, while the test looks.
-SIZE = (CUT_SECONDS + 8) * MB
+SIZE = 8 * MB
+# Paced by the clock, a transfer catches up on a cut at full speed: what
+# move_through's has beyond the cut's worth lasts 8 s more, while the test
+# looks.
+MOVE_SIZE = (CUT_SECONDS + 8) * MB
 
 def install_middlebox(topo, strict=True, nat=False):
     """R's firewall (testbed.Topology.firewall: the policy above, with
@@ -213,10 +215,10 @@ def move_through(topo, tmp_path, family, mover, strict=True, nat=False):
     try:
         session = Counter(topo, key, tmp_path, family)
         procs.append(session.proc)
-        server = start_xfer_server(topo.b, PORT, send=SIZE, rate=RATE,
+        server = start_xfer_server(topo.b, PORT, send=MOVE_SIZE, rate=RATE,
                                    timeout=60)
         client = start_xfer_client(topo.a, topo.addr["b"][family], PORT,
-                                   SIZE, recv=True, rate=RATE,
+                                   MOVE_SIZE, recv=True, rate=RATE,
                                    announce=True, timeout=60)
         procs += [server.proc, client.proc]
         client.connected()
@@ -261,7 +263,7 @@ def move_through(topo, tmp_path, family, mover, strict=True, nat=False):
             assert all(host_of(c["wire_remote"]) == new for c in peer), peer
 
         session.check(60)
-        racks.check_both_ways(server, client, SIZE, 60)
+        racks.check_both_ways(server, client, MOVE_SIZE, 60)
         after = counters(topo)
         mid_stream_probe(topo, mover, family, rackd[topo.other(mover)],
                          strict)
