@@ -165,10 +165,16 @@ fuzz: $(FUZZ_TARGETS)
 	done
 
 # The one command CI runs (README): installs dependencies, builds, runs
-# every fast test. Long proofs are in check-slow.
-check: deps all asan check-unit check-layers test-tools
+# every fast test. Long proofs are in check-slow. The integration tests
+# run in TEST_JOBS pytest-xdist workers (they mostly wait out cuts and
+# timers); tests/conftest.py keeps the CPU-heavy, the timing-sensitive
+# and the machine-wide ones apart (tests/README.md). TEST_JOBS=0: one
+# process.
+TEST_JOBS ?= 4
+PYTEST_JOBS = $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup)
+check: deps all asan check-unit check-layers test-tools bench-tools
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
-	$(Q)$(PYTHON) -m pytest -q --durations=12 tests
+	$(Q)$(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=12 tests
 
 # The README's test command on a bare Debian 12 root made anew, from a
 # clone of the committed HEAD (tests/tools/freshroot): proves that deps.sh
@@ -236,7 +242,7 @@ clean:
 # rr and connbench are standalone programs (libc only), built with the
 # project's warnings.
 BENCH_TOOLS := $(BUILD)/bench/rr $(BUILD)/bench/connbench \
-	$(BUILD)/bench/nfqfloor
+	$(BUILD)/bench/nfqfloor $(BUILD)/bench/connfleet $(BUILD)/bench/synflood
 bench-tools: $(BENCH_TOOLS)
 
 # nfqfloor serves a queue exactly as rackd does: it links rackd's queue,
@@ -260,7 +266,9 @@ $(BUILD)/bench/%: bench/tools/%.c
 # adds its queue rule with rackd's xt target module.
 WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c \
 	nft/xt_queue.c rackd/io/log.c
-TEST_TOOLS := $(BUILD)/tests/wintrack
+# connfleet (bench/tools/connfleet.c: thousands of idle connections, each
+# echoing on command) serves tests/test_load.py as well as the bench.
+TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/bench/connfleet
 test-tools: $(TEST_TOOLS)
 
 $(BUILD)/tests/wintrack: $(WINTRACK_SRC) tests/tools/wintrack.h

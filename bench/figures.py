@@ -10,8 +10,10 @@ row has only racks values) and met is True, False or None (no goal).
 import json
 import os
 import subprocess
+import threading
 import time
 
+import racks as rk
 import stats
 import testbed
 
@@ -34,7 +36,7 @@ class Bench:
         self.rackds = {}
         self.floors = []
         self.servers = []
-        for tool in ("rr", "connbench", "nfqfloor"):
+        for tool in ("rr", "connbench", "nfqfloor", "connfleet", "synflood"):
             if not (BUILD / tool).exists():
                 raise SystemExit(f"{BUILD / tool} missing: make bench-tools")
 
@@ -666,6 +668,320 @@ def scale(bench):
             "runs": 1, "rows": rows}
 
 
+# 8. load: many connections moved at once, a SYN flood ----------------------
+
+MOVE_PORT = 7400
+FLOOD_PORT = 7300
+CUT_S = 12
+FLOOD_PREFIX = "10.71.192.0/18"     # spoofed sources; R blackholes them
+MIB = 1024.0
+
+
+def one(label, value, goal=None, check=None, better="lower", plain=None):
+    """A row of a single run (or none: value None when it never got
+    there), with an optional plain value."""
+    r = row(label, [plain] if plain is not None else None,
+            [value if value is not None else 0], goal, check, better)
+    if value is None:
+        r["racks"] = None
+        r["ratio"] = None
+        r["met"] = False if goal else None
+    return r
+
+
+class Events:
+    """`rackctl events` of one rackd, read in a thread: the ids of the
+    connections resumed since start() and when (Unix seconds)."""
+
+    def __init__(self, rackd):
+        self.proc = events(rackd)
+        self.resumed = {}
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        try:
+            for line in self.proc.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("event") == "resume":
+                    self.resumed[ev["id"]] = ev["time_ms"] / 1000
+                elif ev.get("event") == "suspend":
+                    self.resumed.pop(ev["id"], None)
+        except (ValueError, OSError):
+            pass            # closed by close()
+
+    def close(self):
+        testbed.terminate([self.proc])
+
+
+def _moved_once(bench, mode, n, family="v4"):
+    """One run: N idle connections, a CUT_S cut of A's link; with racks A
+    moves meanwhile (plain TCP cannot follow a move: its run has the
+    same cut and no move, the least an echo after the restore costs).
+    Returns {"connected": s or None, "echoed": s or None, "failed": k,
+    "detail": ...}, times counted from the restore.
+
+    Each run has a topology of its own: a stopped rackd leaves its
+    splices' rewrites behind for the next one (rackd(8)), and those of
+    a run's connections would take over the next run's connections that
+    happen to reuse their ports."""
+    bench.plain()
+    with testbed.Topology.create() as topo:
+        rackds = [topo.start_rackd(h, debug=False) for h in "ab"] \
+            if mode == "racks" else []
+        try:
+            return _moved_in(topo, rackds, n, family)
+        except (testbed.TestbedError, TimeoutError) as err:
+            return {"connected": None, "echoed": None, "failed": n,
+                    "detail": f"failed: {str(err).splitlines()[0]}"}
+
+
+def _moved_to(rackd, key, addr):
+    """rackd's connections on MOVE_PORT connected with KEY at addr."""
+    return sum(c["state"] == "connected" and
+               c[key].rsplit(":", 1)[0].strip("[]") == addr
+               for c in rackd.ctl_json("list", timeout=120)
+               if MOVE_PORT in (int(c["local"].rsplit(":", 1)[1]),
+                                int(c["remote"].rsplit(":", 1)[1])))
+
+
+def _moved_in(topo, rackds, n, family):
+    fleet = rk.Fleet(topo.b, topo.a, topo.addr["b"][family], MOVE_PORT, n)
+    out = {"connected": None, "echoed": None, "failed": n, "detail": ""}
+    evs = []
+    try:
+        if fleet.opened["connected"] != n:
+            raise testbed.TestbedError(f"connfleet: {fleet.opened}")
+        if rackds:
+            ra, rb = rackds
+            testbed.wait_until(
+                lambda: rk.fleet_states(ra, MOVE_PORT) == {"connected": n}
+                and rk.fleet_states(rb, MOVE_PORT) == {"connected": n},
+                60 + n / 50, f"{n} connections managed", interval=1)
+            evs = [Events(ra), Events(rb)]
+            subnet = topo.reserve_subnet("a", family)
+        cut = time.monotonic()
+        topo.cut("a")
+        if rackds:
+            new = topo.move_to_new_subnet("a", family, new=subnet)
+        time.sleep(max(0.0, CUT_S - (time.monotonic() - cut)))
+        restored = time.time()
+        topo.restore("a")
+        if rackds:
+            deadline = time.monotonic() + 120 + n / 50
+            while time.monotonic() < deadline:
+                if all(len(e.resumed) >= n for e in evs) or \
+                        fleet.status()["open"] < n:
+                    break
+                time.sleep(0.2)
+            try:
+                moved = [_moved_to(r, k, new) for r, k in
+                         ((ra, "wire_local"), (rb, "wire_remote"))]
+                st = [r.ctl_json("status", timeout=120) for r in rackds]
+            except testbed.TestbedError as err:
+                out["detail"] = ("a rackd did not answer: "
+                                 f"{str(err).splitlines()[0]}")
+            else:
+                if all(len(e.resumed) >= n for e in evs) and \
+                        moved == [n, n]:
+                    out["connected"] = max(max(e.resumed.values())
+                                           for e in evs) - restored
+                out["detail"] = (
+                    f"connected at the new address A {moved[0]}, B "
+                    f"{moved[1]}; A reconnects_sent "
+                    f"{st[0]['reconnects_sent']}, reconnect_acks_in "
+                    f"{st[0]['reconnect_acks_in']}; B reconnects_accepted "
+                    f"{st[1]['reconnects_accepted']}, spliced "
+                    f"{st[1]['spliced']}")
+        echo = fleet.echo(60)
+        done = time.time()
+        out["failed"] = n - echo["ok"]
+        if echo["ok"] == n:
+            out["echoed"] = done - restored
+        out["detail"] += (f"{'; ' if out['detail'] else ''}echo: ok "
+                          f"{echo['ok']}, reset {echo['reset']}, timeout "
+                          f"{echo['timeout']}, closed {echo['closed']}")
+        return out
+    finally:
+        for e in evs:
+            e.close()
+        fleet.close()
+
+
+def moved(bench):
+    """N connections moved at once: restore -> all connected."""
+    sizes = (1000,) if bench.quick else (1000, 10000)
+    rows, notes = [], []
+    for n in sizes:
+        p = _moved_once(bench, "plain", n)
+        r = _moved_once(bench, "racks", n)
+        rows.append(one(f"{n} connections moved at once: restore -> all "
+                        "connected on both ends (s)", r["connected"],
+                        "all connected", lambda _, x: True))
+        rows.append(one(f"{n} connections moved at once: restore -> all "
+                        "echoed (s; plain: the same cut, no move)",
+                        r["echoed"], "all echo", lambda _, x: True,
+                        plain=p["echoed"]))
+        rows.append(one(f"{n} connections moved at once: reset, closed or "
+                        f"silent (of {n})", r["failed"], "0",
+                        lambda _, x: x["max"] == 0, plain=p["failed"]))
+        notes.append(f"{n}, racks: {r['detail']}")
+        notes.append(f"{n}, plain: {p['detail']}")
+    return {"name": "moved", "title": f"Connections moved at once (idle; a "
+            f"{CUT_S} s cut of A's link, A moves meanwhile; one run each)",
+            "unit": "s or connections", "runs": 1, "rows": rows,
+            "notes": notes + [
+                "All connected: every connection's resume event on both "
+                "ends (rackctl events), then each one connected at A's new "
+                "address in rackctl list; echoed: every connection sent a "
+                "token of its own and read it back (connfleet). A row "
+                "without a value never got there: the notes say what "
+                "became of the connections."]}
+
+
+def _vm(pid, key):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _flood_once(bench, mode, rate, secs, m, family="v4"):
+    """One flood of `rate`/s for secs seconds from R against B's server
+    port, M real connections from A spread over it; what B's rackd went
+    through and what became of the real connections within 15 s."""
+    topo = bench.topo
+    rackds = bench.racks() if mode == "racks" else (bench.plain() or [])
+    server = rk.fleet_server(topo.b, FLOOD_PORT)
+    out = {}
+    fleet = flood = None
+    try:
+        if rackds:
+            ra, rb = rackds
+            pid = rb.pid
+            rss0 = _vm(pid, "VmRSS")
+            cpu0 = _proc_cpu(pid)
+            st0 = rb.status()
+        peak = {"backlog": 0, "entries": 0}
+        stop = threading.Event()
+
+        def sample():
+            while rackds and not stop.is_set():
+                for q in rk.nfqueue_stats(rb.ns):
+                    peak["backlog"] = max(peak["backlog"], q["total"])
+                try:
+                    peak["entries"] = max(peak["entries"], rb.ctl_json(
+                        "status", timeout=5)["connections"])
+                except testbed.TestbedError:
+                    pass        # busy: the next sample
+                stop.wait(0.5)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        flood = topo.r.popen([str(BUILD / "synflood"),
+                              topo.addr["b"][family], FLOOD_PORT, rate, secs,
+                              FLOOD_PREFIX])
+        t0 = time.monotonic()
+        time.sleep(min(1.0, secs / 5))
+        pace = int((secs - 2 * min(1.0, secs / 5)) * 1000 / m)
+        fleet = rk.Fleet(topo.b, topo.a, topo.addr["b"][family], FLOOD_PORT,
+                         m, window=m, pace_ms=pace, timeout=secs + 60,
+                         server=False)
+        opened_at = time.monotonic()
+        report = json.loads(testbed.read_line(flood, secs + 30, "synflood"))
+        flood_s = time.monotonic() - t0
+        stop.set()
+        sampler.join()
+        out["achieved"] = report["rate"]
+        out["opened"] = fleet.opened["connected"]
+        if rackds:
+            out["cpu_pct"] = 100 * (_proc_cpu(pid) - cpu0) / flood_s
+            out["rss_before"] = rss0 / MIB
+            out["rss_after"] = _vm(pid, "VmRSS") / MIB
+            out["rss_peak"] = _vm(pid, "VmHWM") / MIB
+            st = rb.status()
+            out["entries"] = st["connections"]
+            out["syns"] = st["syn"] - st0["syn"]
+            out["queue"] = rk.nfqueue_stats(rb.ns)
+            out["peak"] = peak
+            # Real connections: managed within 15 s of being opened.
+            time.sleep(max(0.0, 15 - (time.monotonic() - opened_at)))
+            states = {}
+            for c in ra.ctl_json("list", timeout=60):
+                if c["remote"].endswith(f":{FLOOD_PORT}"):
+                    key = c["state"] + (f" ({c['unmanaged']})"
+                                        if c.get("unmanaged") else "")
+                    states[key] = states.get(key, 0) + 1
+            out["managed"] = states.get("connected", 0)
+            out["states"] = states
+            out["entries_later"] = rb.ctl_json("status",
+                                               timeout=60)["connections"]
+            out["later_s"] = time.monotonic() - t0 - flood_s
+        return out
+    finally:
+        testbed.terminate([p for p in (flood,) if p])
+        if fleet:
+            fleet.close()
+        testbed.terminate([server])
+        bench.plain()
+
+
+def synflood(bench):
+    """SYN flood at N/s with the offer: rackd's memory, CPU, and the real
+    connections it still manages."""
+    topo = bench.topo
+    rates, secs, m = ((10000,), 5, 20) if bench.quick else \
+        ((1000, 10000, 50000), 10, 50)
+    topo.r.ip("route", "replace", "blackhole", FLOOD_PREFIX)
+    rows, notes = [], []
+    try:
+        for rate in rates:
+            p = _flood_once(bench, "plain", rate, secs, m)
+            r = _flood_once(bench, "racks", rate, secs, m)
+            at = f"SYN flood at {rate}/s with the offer ({r['achieved']:.0f}/s"\
+                 " achieved)"
+            rows += [
+                one(f"{at}: real connections opened (of {m})", r["opened"],
+                    f"{m}", lambda _, x, m=m: x["min"] == m, better="higher",
+                    plain=p["opened"]),
+                one(f"{at}: real connections managed 15 s after the last "
+                    f"opened (of {m})",
+                    r["managed"], f"{m}", lambda _, x, m=m: x["min"] == m,
+                    better="higher"),
+                one(f"{at}: rackd connection entries at its end (most seen "
+                    f"{r['peak']['entries']})", r["entries"]),
+                one(f"{at}: rackd resident memory after (MiB; before "
+                    f"{r['rss_before']:.1f}, peak {r['rss_peak']:.1f})",
+                    r["rss_after"]),
+                one(f"{at}: rackd CPU (% of one core)", r["cpu_pct"]),
+            ]
+            q = r["queue"][0] if r["queue"] else {}
+            notes.append(f"{rate}/s for {secs} s: B's rackd saw {r['syns']} "
+                         f"SYNs, and kept {r['entries_later']} entries "
+                         f"{r['later_s']:.0f} s after the flood; its queue's "
+                         "largest backlog "
+                         f"{r['peak']['backlog']} (dropped {q.get('dropped')}, "
+                         f"user_dropped {q.get('user_dropped')}); the real "
+                         f"connections in A's rackd (state, why unmanaged): "
+                         f"{r['states']}; plain: "
+                         f"{p['opened']} of {m} opened")
+    finally:
+        topo.r.ip("route", "del", "blackhole", FLOOD_PREFIX, check=False)
+    return {"name": "synflood", "title": "SYN flood with racks' offer (from "
+            f"random sources in {FLOOD_PREFIX}, blackholed at R, against B's "
+            f"server port; {m} real connections from A meanwhile; one run "
+            "each)", "unit": "see rows", "runs": 1, "rows": rows,
+            "notes": notes + [
+                "Measured on B (the racks server): rackd's VmRSS and VmHWM "
+                "(/proc/PID/status), its utime + stime over the flood, "
+                "`rackctl status` connections. Real connections: "
+                "connfleet on A, paced over the flood; managed = "
+                "connected in A's `rackctl list` 15 s after they were "
+                "opened. Plain: no rackd anywhere, the same flood."]}
+
+
 RUN = {
     "throughput": throughput,
     "latency": latency,
@@ -675,5 +991,7 @@ RUN = {
     "reconnection": reconnection,
     "cpu": cpu,
     "scale": scale,
+    "moved": moved,
+    "synflood": synflood,
 }
 NAMES = tuple(RUN)

@@ -34,7 +34,7 @@ import testbed  # noqa: E402
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="fewer, shorter trials (under 3 minutes)")
+                    help="fewer, shorter trials (about 5 minutes)")
     ap.add_argument("--only", default="",
                     help="comma-separated figure names: " +
                     ", ".join(figures.NAMES))

@@ -59,6 +59,8 @@ void ruleset_unserved_write(FILE *f, bool spliced);
 /* Run an nft SCRIPT (element updates) as one transaction; on failure err
  * holds its first error line. */
 int ruleset_run(const char *script, char *err, size_t errlen);
+/* Let go of what ruleset_run() keeps between scripts (at exit). */
+void ruleset_close(void);
 
 /* The nft script ruleset_install() runs (exposed for the golden test). */
 char *ruleset_script(const struct config *cfg, bool native_queue);

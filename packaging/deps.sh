@@ -13,6 +13,8 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # nftables: the CLI is used by tests to inspect the ruleset;
 # iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
 # python3-pytest/python3-scapy: the integration suite and crafted packets;
+# python3-pytest-xdist (with python3-execnet, which it depends on, named
+# anyway): make check runs the namespace tests in parallel workers;
 # clang with libclang-rt-14-dev: libFuzzer targets (clang only recommends
 # the runtime that holds libFuzzer and ASan); mandoc: man page lint;
 # openssh-server/-client and iperf3: real programs whose connections must
@@ -20,7 +22,7 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # python3-matplotlib draws its plot); tcpdump: captures read back by Scapy;
 # util-linux: nsenter, setpriv, unshare (Essential today, named anyway).
 TEST_PKGS="nftables iproute2 procps kmod util-linux python3 python3-pytest
-	python3-scapy iperf3 tcpdump clang libclang-rt-14-dev mandoc
+	python3-pytest-xdist python3-execnet python3-scapy iperf3 tcpdump clang libclang-rt-14-dev mandoc
 	openssh-server openssh-client python3-matplotlib"
 # make deb: dpkg-dev (dpkg-buildpackage), debhelper (dh, dh_installsystemd),
 # fakeroot (root-owned files without root), lintian (checks the package);

@@ -330,6 +330,18 @@ void daemon_start(struct rackd *d)
 	ret = ruleset_install(d->cfg, d->cfg->queue_mode, state, &d->queue_mode,
 			      &replaced, err, sizeof(err));
 	free(state);
+	if (ret && state && ret != -ENOTSUP) {
+		/* What the state file says cannot go into a table (its
+		 * splices clash, say): rackd starts without it rather than
+		 * not at all, and its connections are adopted again. */
+		log_warnx("ruleset with the state file's %zu connection(s) "
+			  "refused (%s): starting without them",
+			  d->conns.count, err);
+		state_forget_restored(d);
+		ret = ruleset_install(d->cfg, d->cfg->queue_mode, NULL,
+				      &d->queue_mode, &replaced, err,
+				      sizeof(err));
+	}
 	if (ret) {
 		ctl_close(d->ctl);
 		fatalx(ret == -ENOTSUP ? EXIT_KERNEL : 1, "ruleset: %s", err);
@@ -363,7 +375,13 @@ static bool hand_over(struct rackd *d)
 	size_t len = 0;
 	FILE *f;
 
-	if (!d->state->path || state_write(d))
+	if (!d->state->path)
+		return false;
+	/* Connections that closed since the last sweep leave no rewrites
+	 * behind: with no rackd to notice, they would catch the next
+	 * connections on their ports. */
+	track_sweep(d);
+	if (state_write(d))
 		return false;
 	if (!d->splice->mapped && !d->held)
 		return false;
@@ -426,5 +444,6 @@ void daemon_stop(struct rackd *d)
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);
+	ruleset_close();
 	log_info("stopped");
 }

@@ -229,6 +229,7 @@ static const struct live_ops path_ops = {
 /* What adoption needs of the tracker (adopt.h). */
 static const struct adopt_ops adopt_ops = {
 	.new_conn = track_restore,
+	.make_room = track_make_room,
 };
 
 /* Which module handles which of racks' message types (channel.h). */

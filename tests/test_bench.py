@@ -8,6 +8,7 @@ Topology (tools test): the standard A -- R -- B, no rackd.
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -62,9 +63,9 @@ def test_report_states_runs_spread_and_missed_goals(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.timing
 def test_tools_measure_across_the_testbed(topo):
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "bench-tools"],
-                   check=True, timeout=120)
+    testbed.make("bench-tools", timeout=120)
     tools = testbed.REPO / "build" / "bench"
     b4 = topo.addr["b"]["v4"]
     for tool, port, args in (("rr", 7001, ["1", "500", "50"]),
@@ -86,8 +87,7 @@ def test_nfqfloor_diverts_handshakes_and_leaves_no_trace(topo):
     """The floor tool queues every SYN and SYN-ACK of A and accepts them:
     connections still open, its counter moves, and SIGTERM removes its
     table (bench/tools/nfqfloor.c)."""
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "bench-tools"],
-                   check=True, timeout=120)
+    testbed.make("bench-tools", timeout=120)
     tools = testbed.REPO / "build" / "bench"
     floor = topo.a.popen([str(tools / "nfqfloor"), "4300"])
     try:
@@ -122,3 +122,104 @@ def test_chain_variants_are_valid_tables_without_those_chains(topo):
             assert (f"chain {chain} {{" in listing) == (chain not in removed), \
                 (label, chain)
         testbed.nft(topo.a, "delete table inet racks")
+
+
+def test_a_row_that_never_got_there_says_so():
+    """The load figures' single-run rows (figures.one): a value is a
+    one-run summary, a missing one (nothing ever connected again) shows
+    as "-" with its goal missed, never as a zero that would pass."""
+    import figures
+    ok = figures.one("restore -> all connected (s)", 1.5, "all connected",
+                     lambda _, r: True, plain=None)
+    assert ok["racks"] == {"median": 1.5, "min": 1.5, "max": 1.5, "n": 1}
+    assert ok["met"] is True and ok["plain"] is None
+    never = figures.one("restore -> all connected (s)", None,
+                        "all connected", lambda _, r: True)
+    assert never["racks"] is None and never["met"] is False
+    failed = figures.one("reset (of 10)", 3, "0", lambda _, r: r["max"] == 0,
+                         plain=0)
+    assert failed["met"] is False and failed["ratio"] is None
+    md = report.markdown({"stamp": "x", "quick": True, "seconds": 1.0,
+                          "machine": "test", "figures": [
+                              {"name": "moved", "title": "Moved",
+                               "unit": "s", "runs": 1, "seconds": 1.0,
+                               "rows": [ok, never, failed]}]})
+    assert "| restore -> all connected (s) | - | - | - | all connected " \
+           "| **no** |" in md
+    assert "| reset (of 10) | 0.000 (0.000-0.000, n=1) | 3.00 (3.00-3.00, " \
+           "n=1) | - | 0 | **no** |" in md
+
+
+def capture_syns(ns, pcap):
+    proc = ns.popen(["tcpdump", "-i", "eth0", "-U", "--immediate-mode",
+                     "-w", str(pcap), "tcp[tcpflags] == tcp-syn"],
+                    stdout=subprocess.DEVNULL)
+    time.sleep(1)
+    return proc
+
+
+def test_synflood_offers_racks_exactly_as_rackd_does(topo, tmp_path):
+    """synflood's SYNs (sent from R, spoofed from a prefix R blackholes)
+    carry the very option bytes a rackd client adds to its SYN, and B's
+    rackd takes every one as an offer: it answers each with racks' option
+    and records a connection for it. With --plain, rackd sees none of
+    them (only offers are diverted) while B's capture holds every one
+    (the control)."""
+    testbed.need_tools("tcpdump")
+    testbed.make("bench-tools", timeout=120)
+    from scapy.all import TCP, rdpcap
+    tools = testbed.REPO / "build" / "bench"
+    prefix = "10.71.192.0/18"
+    topo.r.ip("route", "add", "blackhole", prefix)
+    rb = topo.start_rackd("b")
+    topo.start_rackd("a")
+    server = topo.b.popen([str(tools / "connfleet"), "serve", "7300"],
+                          stdin=subprocess.PIPE)
+    assert testbed.read_line(server, 10, "connfleet") == "READY"
+    pcap = tmp_path / "syns.pcap"
+    dump = capture_syns(topo.b, pcap)
+    # A real client's offer, through A's rackd.
+    real = topo.a.popen([str(tools / "connfleet"), "connect",
+                         topo.addr["b"]["v4"], "7300", "1"],
+                        stdin=subprocess.PIPE)
+    assert json.loads(testbed.read_line(real, 10, "connfleet"))[
+        "connected"] == 1
+    before = rb.status()
+    out = topo.r.run([str(tools / "synflood"), topo.addr["b"]["v4"], "7300",
+                      "100", "2", prefix])
+    flood = json.loads(out.stdout)
+    assert flood["option"] is True and flood["errors"] == 0, flood
+    assert 190 <= flood["sent"] <= 201, flood
+    testbed.wait_until(lambda: rb.status()["syn"] - before["syn"] ==
+                       flood["sent"], 10, "every flood SYN at B's rackd")
+    after = rb.status()
+    assert after["edp_synack_offered"] - before["edp_synack_offered"] == \
+        flood["sent"], after
+    assert after["connections_total"] - before["connections_total"] == \
+        flood["sent"], after
+    plain = json.loads(topo.r.run([str(tools / "synflood"),
+                                   topo.addr["b"]["v4"], "7300", "100", "1",
+                                   prefix, "--plain"]).stdout)
+    assert plain["option"] is False and plain["sent"] >= 95, plain
+    time.sleep(0.5)
+    # A plain SYN is not diverted at all (only offers are): rackd saw
+    # none of them, while the capture below holds every one.
+    final = rb.status()
+    assert final["syn"] == after["syn"], final
+    assert final["edp_synack_offered"] == after["edp_synack_offered"]
+    testbed.terminate([dump, real, server])
+    syns = [p for p in rdpcap(str(pcap)) if TCP in p]
+    a4 = topo.addr["a"]["v4"]
+    offered = [bytes(p[TCP])[20:4 * p[TCP].dataofs] for p in syns
+               if p["IP"].src == a4]
+    flooded = [bytes(p[TCP])[20:4 * p[TCP].dataofs] for p in syns
+               if p["IP"].src.startswith("10.71.") and p["IP"].src != a4]
+    assert len(offered) == 1 and len(flooded) == flood["sent"] + \
+        plain["sent"], (len(offered), len(flooded))
+    # racks' option (and its NOPs) first, then a Linux SYN's own options.
+    assert offered[0][:8] == bytes([254, 6, 0x72, 0x61, 0x11, 0, 1, 1])
+    with_option = [o for o in flooded if len(o) == 28]
+    assert len(with_option) == flood["sent"]
+    assert all(o[:8] == offered[0][:8] for o in with_option)
+    assert all(len(o) == 20 and o[0] == 2 for o in flooded
+               if o not in with_option)

@@ -7,9 +7,8 @@ import testbed
 
 
 def test_make_install_into_destdir(tmp_path):
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "install",
-                    f"DESTDIR={tmp_path}", "PREFIX=/usr"], check=True,
-                   capture_output=True, timeout=300)
+    testbed.make("install", f"DESTDIR={tmp_path}", "PREFIX=/usr",
+                 capture_output=True)
     for path, mode in [("usr/sbin/rackd", 0o755), ("usr/sbin/rackctl", 0o755),
                        ("usr/share/man/man8/rackd.8", 0o644),
                        ("usr/share/man/man8/rackctl.8", 0o644),

@@ -154,7 +154,8 @@ def test_bad_config_refused_at_start_leaves_no_table(topo, tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text("queue = -1\n")
     proc = topo.a.run([testbed.default_rackd(), "-f", "-c", str(conf), "-S",
-                       str(tmp_path / "s.sock")], check=False)
+                       str(tmp_path / "s.sock"), "-s", str(tmp_path / "state")],
+                      check=False)
     assert proc.returncode == 2
     assert racks.racks_tables(topo.a) == []
 
@@ -281,8 +282,11 @@ def test_daemon_mode_detaches_after_start_up(topo, tmp_path):
     """Without -f, rackd reports start-up errors to the caller, then
     detaches: the command returns 0 and the daemon keeps serving."""
     sock = tmp_path / "d.sock"
+    # A state file of its own: the default one (/var/lib/racks) is the
+    # machine's, and another test's daemon may run meanwhile.
     proc = topo.a.run([testbed.default_rackd(), "-c", "/nonexistent.conf",
-                       "-S", str(sock)], timeout=10)
+                       "-S", str(sock), "-s", str(tmp_path / "state")],
+                      timeout=10)
     assert proc.returncode == 0
     ctl = [testbed.default_rackctl(), "-S", str(sock), "status", "--json"]
     status = testbed.json.loads(subprocess.run(ctl, capture_output=True,
@@ -320,7 +324,8 @@ def test_daemon_mode_reports_start_up_failure_with_its_exit_code(topo, tmp_path)
     conf = tmp_path / "native.conf"
     conf.write_text("queue_mode = native\n")
     proc = topo.a.run([testbed.default_rackd(), "-c", str(conf), "-S",
-                       str(tmp_path / "n.sock")], check=False, timeout=10)
+                       str(tmp_path / "n.sock"), "-s", str(tmp_path / "state")],
+                      check=False, timeout=10)
     assert proc.returncode == 4, proc.stderr
     assert "CONFIG_NFT_QUEUE" in proc.stderr
     assert racks.racks_tables(topo.a) == []
@@ -355,8 +360,13 @@ def test_rackd_keeps_only_net_admin_and_net_raw_and_works(topo):
                                        announce=True)
     client.connected()
     racks.wait_states(ra, "connected", remote_port=5001)
-    racks.move_and_splice(topo, "a", ra)
+    new = racks.move_and_splice(topo, "a", ra)
     assert ra.status()["addresses_kept"] == 1
+    # The reload comes once the reconnection is done, on both ends (a
+    # reload in the middle of one is another scenario).
+    racks.wait_connected_at(ra, "wire_local", new, 10, remote_port=5001)
+    rb = topo.b.rackds[-1]
+    racks.wait_connected_at(rb, "wire_remote", new, 10, local_port=5001)
     ra.ctl("reload")
     racks.check_both_ways(server, client, size)
     testbed.wait_until(lambda: ra.status()["state_writes"] >= 1, 5,

@@ -118,23 +118,33 @@ def test_end_moves_during_a_cut(topo, family, mover):
     testbed.wait_until(lambda: old not in lo_addresses(topo.ns(mover)), 10,
                        "the kept address to go")
     # Map entries live exactly as long as the connections that need them
-    # (the end that closed first remembers its socket in TIME_WAIT).
+    # (the end that closed first remembers its socket in TIME_WAIT); the
+    # rules go with the last entry, in the next transaction (the listing,
+    # the counter and the chain are three reads: they agree once rackd
+    # has caught up, which one sweep bounds).
     for rackd in (ra, rb):
-        moved = [c for c in rackd.connections()
-                 if (c["wire_local"], c["wire_remote"]) !=
-                 (c["local"], c["remote"])
-                 and c["tcp_state"] not in ("time-wait", "close")]
-        assert rackd.status()["spliced"] == len(moved)
-        assert has_rules(rackd.ns, "splice_out") == bool(moved)
+        def agree():
+            moved = [c for c in rackd.connections()
+                     if (c["wire_local"], c["wire_remote"]) !=
+                     (c["local"], c["remote"])
+                     and c["tcp_state"] not in ("time-wait", "close")]
+            return (rackd.status()["spliced"] == len(moved) and
+                    has_rules(rackd.ns, "splice_out") == bool(moved))
+        testbed.wait_until(agree, 2, lambda: f"splices, rules and connections "
+                           f"to agree in {rackd.ns.name}: "
+                           f"{rackd.connections()}")
         assert not has_rules(rackd.ns, "output")
     print(f"\n{family}: {mover} moved {old} -> {new} during a cut: "
           f"connected {reconnected:.2f} s after the restore")
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_make_before_break(topo, family):
-    """A gains a new address and then loses its old one, with no cut: the
-    transfer goes on after a pause of a few milliseconds."""
+    """A gains a new address and then loses its old one, with no cut: both
+    ends are connected at the new one within a second of the old one
+    going (some 70 ms measured alone, rackctl's polling included), and
+    the paced transfer ends within 2 s of its pace."""
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)
     size = 12 * MB
@@ -151,6 +161,7 @@ def test_make_before_break(topo, family):
     racks.wait_connected_at(rb, "wire_remote", new, 5, local_port=PORT)
     racks.wait_connected_at(ra, "wire_local", new, 5, remote_port=PORT)
     moved = time.monotonic() - t_break
+    assert moved < 1.0, moved
     # Mobility-aware software hears of it: a reconnect event with the
     # connection's new wire endpoints.
     while True:
@@ -179,12 +190,10 @@ def reconnect_option(conn_id, counter, mac, type_=8):
 
 
 def capture_reconnects(ns, iface, pcap):
-    """tcpdump in ns of every SYN (reconnections travel in SYNs)."""
-    proc = ns.popen(["tcpdump", "-i", iface, "-U", "--immediate-mode",
-                     "-w", str(pcap), "tcp[tcpflags] & tcp-syn != 0"],
-                    stdout=testbed.subprocess.DEVNULL)
-    time.sleep(1)
-    return proc
+    """tcpdump in ns of every SYN (reconnections travel in SYNs), listening
+    when this returns (testbed.Capture)."""
+    return testbed.Capture(ns, pcap, "tcp[tcpflags] & tcp-syn != 0",
+                           iface=iface)
 
 
 def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
@@ -225,9 +234,7 @@ def test_forged_and_replayed_reconnections_are_refused(topo, tmp_path):
     racks.wait_connected_at(rb, "wire_remote", first, 5, local_port=PORT)
     second = topo.move_to_new_subnet("a", "v4")
     racks.wait_connected_at(rb, "wire_remote", second, 5, local_port=PORT)
-    time.sleep(0.5)
-    testbed.terminate([dump])
-    topo.r.procs.remove(dump) if dump in topo.r.procs else None
+    dump.stop()
     captured = reconnection_syns(pcap, conn_id)
     assert captured, "no reconnection captured"
     old = captured[0]

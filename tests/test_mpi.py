@@ -60,6 +60,10 @@ import pytest
 
 import testbed
 
+# Jobs must report ready within a deadline: never beside a CPU-heavy test
+# (conftest.py; tests/README.md, "Sharing the machine").
+pytestmark = pytest.mark.timing
+
 _spec = importlib.util.spec_from_file_location(
     "mpijob", testbed.TOOLS / "mpi" / "mpijob.py")
 mpijob = importlib.util.module_from_spec(_spec)

@@ -252,6 +252,10 @@ def test_restore_refuses_an_incomplete_directory(topo, tmpdir_path):
     assert "racks.state is incomplete" in proc.stderr
     # Complete, but the old pid is taken here: CRIU could not restore it.
     sleeper = topo.b.popen(["sleep", "60"], stdout=subprocess.DEVNULL)
+    # `ip netns exec` becomes sleep once it has entered the namespace: on
+    # a busy machine that is later than popen() returning.
+    testbed.wait_until(lambda: Path(f"/proc/{sleeper.pid}/comm").read_text()
+                       == "sleep\n", 5, "ip netns exec to become sleep")
     (tmpdir_path / "rackckpt.info").write_text(
         f"format=1\nsource_pid={sleeper.pid}\n")
     (tmpdir_path / "racks.state").write_text("racks-state 1\nend 0\n")

@@ -14,6 +14,7 @@ Topology: the standard A -- R -- B (see testbed.py), rackd on A and B::
     A (rackd, restarted) ---- R ---- B (rackd)
 """
 
+import json
 import signal
 import time
 
@@ -142,10 +143,18 @@ def test_spliced_connection_survives_a_restart_through_the_kept_table(topo):
     # and diverts nothing.
     assert racks.racks_tables(topo.a) == ["table inet racks"]
     assert "10.71." in testbed.nft(topo.a, "list map inet racks out4_laddr")
-    prerouting = testbed.nft(topo.a, "list chain inet racks prerouting")
-    assert "@in4_" in prerouting and "divert" not in prerouting, prerouting
-    output = testbed.nft(topo.a, "list chain inet racks output")
-    assert "jump" not in output and "divert" not in output, output
+    # Every rule of prerouting rewrites the spliced flow (maps in4_*), and
+    # none sends a packet anywhere (no jump, goto or queue: no way to the
+    # diverting chains); output has no rule at all.
+    prerouting = racks.chain_rules(topo.a, "prerouting")
+    assert prerouting, "no splice rule kept"
+    for rule in prerouting:
+        assert not racks.verdicts_of(rule), rule
+        assert "@in4_" in json.dumps(rule) or "@in6_" in json.dumps(rule), rule
+    assert not [r for r in racks.chain_rules(topo.a, "splice_out")
+                if racks.verdicts_of(r)]
+    assert racks.chain_rules(topo.a, "output") == [], \
+        testbed.nft(topo.a, "list chain inet racks output")
     time.sleep(1.5)
     # B kept talking to A (heartbeats, then its suspension's), and none
     # of it drew a RST.

@@ -30,6 +30,7 @@ def asan_rackds(topo):
             for h in ("a", "b")]
 
 
+@pytest.mark.bulk
 def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
     ra, rb = asan_rackds
     # An events subscriber, left connected until rackd shuts down.
@@ -75,10 +76,12 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
     assert client.result(60)["sent_bytes"] == 4 * 2**20
     assert server.results()[0]["recv_bytes"] == 4 * 2**20
     # A moves (make-before-break) under a transfer, a reload while it is
-    # spliced, a forged reconnection and a refused `rackctl peer`.
+    # spliced, a forged reconnection and a refused `rackctl peer`. The
+    # transfer lasts 16 s: still running at the restart below, however
+    # slowly the sanitized rackds get there.
     server = testbed.start_xfer_server(topo.b, 5005, timeout=60)
     client = testbed.start_xfer_client(topo.a, topo.addr["b"]["v4"], 5005,
-                                       4 * 2**20, rate=2**20, announce=True,
+                                       16 * 2**20, rate=2**20, announce=True,
                                        timeout=60)
     client.connected()
     testbed.wait_until(lambda: any(c["remote"].endswith(":5005") and
@@ -114,12 +117,14 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
                        "malformed packets to reach rackd")
     # A restart under the spliced transfer: the state file written, the
     # table handed over, read back and taken over.
+    assert ra.status()["spliced"] >= 1 and client.proc.poll() is None, \
+        "the transfer ended before the restart"
     assert ra.stop(timeout=15) == 0
     assert not any(m in ra.log() for m in REPORT_MARKERS), ra.log()
     ra.start()
     assert ra.status()["state_restored"] >= 1
-    assert client.result(60)["sent_bytes"] == 4 * 2**20
-    assert server.results()[0]["recv_bytes"] == 4 * 2**20
+    assert client.result(60)["sent_bytes"] == 16 * 2**20
+    assert server.results()[0]["recv_bytes"] == 16 * 2**20
     for rackd in (ra, rb):
         rackd.ctl("list")
         rackd.ctl("status")
@@ -136,6 +141,7 @@ def test_sanitized_rackd_survives_everything_and_exits_clean(topo, asan_rackds):
         assert code == 0, log
 
 
+@pytest.mark.bulk
 def test_sanitized_rackds_through_a_migration(tmp_path):
     """Export, unexport, a refused import, then a process moved from A to
     C with rackckpt (release on A, import and restored on C, the peer

@@ -154,6 +154,7 @@ def test_abstract_notify_socket(topo):
 
 # --- the watchdog --------------------------------------------------------------
 
+@pytest.mark.timing
 def test_watchdog_kicks_while_served_and_not_while_stopped(topo, notify):
     rackd = topo.start_rackd("a", env={"NOTIFY_SOCKET": notify.path,
                                        "WATCHDOG_USEC": "1000000"})
@@ -366,8 +367,7 @@ def test_default_config_lists_every_key_at_its_default(tmp_path):
 
 
 def make(*args):
-    return subprocess.run(["make", "-s", "-C", str(REPO), *args],
-                          capture_output=True, text=True, timeout=300, check=True)
+    return testbed.make(*args, capture_output=True, text=True)
 
 
 def test_make_install_adds_the_unit_and_keeps_a_changed_config(tmp_path):
@@ -400,13 +400,14 @@ def documented_package_files():
     return re.findall(r"^\.It Pa (\S+)", listing, re.M)
 
 
+@pytest.mark.bulk
 @pytest.mark.slow
 def test_deb_builds_lints_clean_and_puts_files_where_documented(tmp_path):
     testbed.need_tools("dpkg-buildpackage", "lintian", "dh", "fakeroot")
     out = tmp_path / "deb"
     before = set(os.listdir(REPO)) | set(os.listdir(REPO.parent))
-    proc = subprocess.run(["make", "-s", "-C", str(REPO), "deb", f"DEB_DIR={out}"],
-                          capture_output=True, text=True, timeout=900)
+    proc = testbed.make("deb", f"DEB_DIR={out}", capture_output=True,
+                        text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(os.listdir(REPO)) | set(os.listdir(REPO.parent)) == before, \
         "make deb left files outside its DEB_DIR"

@@ -84,6 +84,7 @@ def bulk_through_cut(topo, ra, rb, family, mode, cut_seconds, size=24 * MB):
     return detected, resumed
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("family, mode", [("v4", "silent"), ("v6", "silent"),
                                           ("v4", "carrier")])
 def test_link_cut_during_a_transfer_is_survived(topo, family, mode):
@@ -99,6 +100,7 @@ def test_link_cut_during_a_transfer_is_survived(topo, family, mode):
         assert "@held4" not in testbed.nft(ns, "list chain inet racks output")
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_thirty_second_cut_during_a_transfer(topo, family):
@@ -183,6 +185,7 @@ def test_keepalive_connection_dies_without_racks_and_survives_with_it(topo):
     assert ra.status()["hold_answers"] > 0
 
 
+@pytest.mark.timing
 def test_bulk_transfer_dies_without_racks_and_survives_with_it(topo):
     """tcp_retries2 = 3: retransmissions give up during a 6 s cut."""
     shorten_tcp_timeouts(topo)
@@ -260,6 +263,7 @@ def test_socket_closed_while_suspended_delivers_data_and_eof(topo):
     assert testbed.read_line(reader, 30, "reader") == "EOF 11000 True"
 
 
+@pytest.mark.bulk
 def test_a_hundred_connections_through_one_cut(topo):
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)

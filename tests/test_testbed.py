@@ -49,6 +49,7 @@ def test_names_are_short_and_unique(topo_factory):
 
 # --- transfers ----------------------------------------------------------------
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family", FAMILIES)
 def test_xfer_both_ways_arrives_intact(topo, family):
     size = 50 * MB
@@ -84,10 +85,12 @@ def test_cut_loses_carrier_and_restore_heals(topo):
 
 
 def test_silent_cut_keeps_carrier_and_drops_both_ways(topo):
-    topo.cut_silent("a")
+    cut = topo.cut_silent("a")
     assert topo.a.operstate(testbed.HOST_IFACE) == "UP"
     assert_unreachable(topo, "a", "b")
     assert_unreachable(topo, "b", "a")
+    # Both ways: A's echo requests and B's, each family, all counted.
+    cut.assert_acted(at_least=4)
 
     topo.restore_silent("a")
     topo.wait_reachable(timeout=5)
@@ -114,6 +117,7 @@ def test_nsenter_runs_in_the_namespace_too(topo):
     assert "eth0" in out and "rb" not in out
 
 
+@pytest.mark.timing
 def test_netem_delay_raises_rtt_and_clears(topo):
     target = topo.addr["b"]["v4"]
     base = ping_rtt_ms(topo.a, target)
@@ -137,11 +141,13 @@ def test_netem_delayed_path_carries_data_intact(topo):
 
 def test_netem_loss(topo):
     target = topo.addr["b"]["v4"]
-    topo.netem("a", loss_pct=100)
+    loss = topo.netem("a", loss_pct=100)
     assert not ping(topo.a, target, timeout=0.5)
-    topo.netem("a", loss_pct=50)
+    loss.assert_acted("other")                   # B's echo reply, lost
+    loss = topo.netem("a", loss_pct=50)
     stats = testbed.ping_stats(topo.a, target, count=20, interval=0.01, timeout=0.2)
     assert 0 < stats["received"] < 20, stats     # p(false failure) = 2e-6
+    assert loss.count("other") >= 20 - stats["received"], (loss.counts(), stats)
     topo.clear_netem("a")
     assert ping(topo.a, target)
 
@@ -296,22 +302,34 @@ def test_close_kills_processes_and_deletes_namespaces():
 
 
 def test_failed_construction_leaves_nothing(monkeypatch):
-    before = set(testbed.namespace_names())
+    before = set(testbed.own_namespace_names())
+    made = []
+    real_add = testbed.run
+
+    def run(cmd, *args, **kw):
+        if list(cmd[:3]) == ["ip", "netns", "add"]:
+            made.append(cmd[3])
+        return real_add(cmd, *args, **kw)
 
     def broken(self, host):
         raise testbed.TestbedError("injected failure")
 
     monkeypatch.setattr(testbed.Topology, "_build_link", broken)
+    monkeypatch.setattr(testbed, "run", run)
     with pytest.raises(testbed.TestbedError, match="injected"):
         testbed.Topology.create()
-    assert set(testbed.namespace_names()) == before
+    # It got as far as making its namespaces (three), and removed them.
+    assert len(made) == 3, made
+    assert set(testbed.own_namespace_names()) == before
+    assert not set(made) & set(testbed.namespace_names())
 
 
+@pytest.mark.bulk
 @pytest.mark.slow
 def test_repeated_topologies_leak_nothing():
-    before = set(testbed.namespace_names())
+    before = set(testbed.own_namespace_names())
     for _ in range(20):
         with testbed.Topology.create() as topo:
             start_xfer_server(topo.b, PORT)
             xfer_client(topo.a, topo.addr["b"]["v6"], PORT, 200 * MB)
-    assert set(testbed.namespace_names()) == before
+    assert set(testbed.own_namespace_names()) == before

@@ -37,6 +37,7 @@ def assert_stream_intact(client, server_reports, sent, received=0):
                                                         testbed.SERVER_SEED)
 
 
+@pytest.mark.bulk
 def test_200mb_both_ways_intact_and_data_never_queued(both):
     """The core performance rule: only the handshake crosses user space."""
     topo, ra, rb = both
@@ -130,6 +131,14 @@ def test_loopback_traffic_is_not_diverted(topo):
     status = rackd.status()
     assert status["packets_queued"] == 0
     assert status["connections"] == 0
+    # The positive control, in the same counters: the same transfer to B
+    # is diverted (its SYN and SYN-ACK) and tracked.
+    server = start_xfer_server(topo.b, PORT)
+    testbed.xfer_client(topo.a, topo.addr["b"]["v4"], PORT, MB)
+    server.results()
+    status = rackd.status()
+    assert status["syn"] == 1 and status["synack"] == 1, status
+    assert status["connections_total"] == 1, status
 
 
 def test_ports_and_exclude_policy(topo):

@@ -50,8 +50,7 @@ RULESET = f"""table inet {TABLE} {{
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    subprocess.run(["make", "-s", "-C", str(testbed.REPO), "test-tools"],
-                   check=True, timeout=120)
+    testbed.make("test-tools", timeout=120)
 
 
 class Wintrack:
@@ -234,12 +233,15 @@ def bulk(topo, family, port, size, rate=None):
     return racks.check_both_ways(server, client, size, 180)
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family, strict", [("v4", False), ("v6", False),
                                             ("v4", True), ("v6", True)])
 def test_plain_tcp_passes_untouched(topo, family, strict):
-    """Bulk both ways at full speed, with 1 % loss (SACK, retransmissions),
-    and a connection idle between two bursts: nothing dropped by wintrack,
-    every byte checked. Throughput compared with R forwarding directly."""
+    """Bulk both ways at full speed, with 1 % loss (SACK, retransmissions;
+    R's loss counters show it lost some), and a connection idle between
+    two bursts: nothing dropped by wintrack, every byte checked.
+    Throughput through wintrack is within a factor of five of R
+    forwarding directly: it takes GSO super-packets whole."""
     size = 64 * MB
     direct = bulk(topo, family, 5000, size)
     wt = Wintrack(topo, strict=strict)
@@ -248,20 +250,31 @@ def test_plain_tcp_passes_untouched(topo, family, strict):
     idle = echo_client(topo, family, 5002, "idle", 4 * MB)
     assert testbed.read_line(idle, 30, "idle burst") == "BURST True"
     through = bulk(topo, family, 5001, size)
-    topo.netem("b", loss_pct=1)
-    lossy = bulk(topo, family, 5003, 16 * MB)
-    topo.clear_netem("b")
+    # 1 % loss both ways: some 1200 segments a way (GSO), so that R
+    # surely loses some (none in 6e-11 of the runs; 16 MB, 400 a way,
+    # in 0.05 %).
+    loss = {h: topo.netem(h, loss_pct=1) for h in "ab"}
+    lossy = bulk(topo, family, 5003, 48 * MB)
+    lost = {h: box.counts() for h, box in loss.items()}
+    for h in "ab":
+        topo.clear_netem(h)
+    assert sum(c["other"] for c in lost.values()) >= 1, lost
     time.sleep(2)
     finish(idle, "idle client")
     stats = wt.check_clean()
     assert stats["flows_created"] >= 3
     assert stats["gso_packets"] > 0, "GSO packets arrive whole"
     assert stats["verdicts"]["tracked"] > 1000
+    # wintrack judges GSO super-packets whole: through it, R forwards at
+    # 0.6 to 1.1 of its direct rate (measured alone); packet by packet,
+    # as without NFQA_CFG_F_GSO, it would be about 0.03 (NOTES.md 1).
     ratio = direct["seconds"] / through["seconds"]
+    assert ratio > 0.2, (direct["seconds"], through["seconds"])
     print(f"\n{family} {'strict' if strict else 'pf'}: 2x{size // MB} MB "
           f"direct {direct['seconds']:.2f} s, through wintrack "
           f"{through['seconds']:.2f} s (throughput ratio {ratio:.2f}); "
-          f"1 % loss 2x16 MB {lossy['seconds']:.2f} s; {summary(stats)}")
+          f"1 % loss 2x48 MB {lossy['seconds']:.2f} s (R lost {lost}); "
+          f"{summary(stats)}")
 
 
 INJECT = r"""
@@ -307,6 +320,7 @@ s.sendall(b"after"); print("AFTER", s.recv(100) == b"after", flush=True)
 """
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_out_of_window_segments_are_dropped(topo, family):
     """After 128 MB each way, a zero-length segment with the connection's
@@ -461,11 +475,13 @@ def managed_through_wintrack(topo, family, seconds, strict):
 # --strict passes whatever it passes to pf's checks too, and updates the
 # same state: zero drops under --strict mean zero under pf. So make check
 # runs --strict only; make check-slow runs both.
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_managed_connections_are_never_suspended(topo, family):
     managed_through_wintrack(topo, family, 20, strict=True)
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 @pytest.mark.parametrize("family, strict", [("v4", False), ("v6", False),
                                             ("v4", True), ("v6", True)])
@@ -474,6 +490,7 @@ def test_managed_connections_are_never_suspended_for_a_minute(topo, family,
     managed_through_wintrack(topo, family, 60, strict)
 
 
+@pytest.mark.bulk
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_setup_passes_even_racing_full_speed_data(topo, family):
     """Ten connections set up one after the other, and one whose data
@@ -501,18 +518,22 @@ def test_setup_passes_even_racing_full_speed_data(topo, family):
     print(f"\n{family}: full-speed connection set up in "
           f"{show.get('setup_ms')} ms; 2x{size // MB} MB in "
           f"{report['seconds']:.2f} s; wintrack {summary(stats)}")
-    # Set-up messages and data: nothing dropped. A heartbeat that a
-    # connection closed meanwhile carried is test_heartbeats_on_a_closed_
-    # connection_stay_in_window's concern, not this test's.
+    # Set-up messages and data: nothing dropped. A heartbeat built just
+    # before its carrier closed, judged after both FINs, may be: one of
+    # the ten echo clients', at most one each (none is sent once the
+    # socket is gone: test_heartbeats_leave_a_closed_connection_and_stay_
+    # in_window; liveness takes turns, so one lost suspends nothing).
     late = [line for line in wt.drops() if after_close(line)]
     assert not set(wt.drops()) - set(late), "\n".join(wt.drops()[:40])
     assert all("racks:heartbeat" in line for line in late), late
+    assert len(late) <= len(clients), late
     wt.check_clean(stats)
     assert stats["racks_accepted"] >= 11 * 3
     for r in (ra, rb):
         assert r.status()["edp_setup_ok"] >= 11
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("family", ["v4", "v6"])
 def test_lone_idle_connection_is_never_suspended(topo, family):
     """The only managed connection between A and B carries every heartbeat:
@@ -557,11 +578,37 @@ def after_close(line):
     return len(states) == 2 and min(states) >= 9
 
 
-def test_heartbeats_on_a_closed_connection_stay_in_window(topo):
+def flow_to(stats, port, local_port=None):
+    """wintrack's record of the flow to server port PORT (from client
+    port local_port, when given)."""
+    flows = [f for f in stats["flows"] if f["server_port"] == port and
+             local_port in (None, f["client_port"])]
+    assert len(flows) == 1, flows
+    return flows[0]
+
+
+def closed(flow):
+    """Whether both ends of a flow sent their FIN (pf's states FIN_WAIT_2
+    and beyond)."""
+    return min(flow["states"]) >= 9
+
+
+def racks_segments(flow):
+    return flow["racks_accepted"] + flow["racks_dropped"]
+
+
+@pytest.mark.bulk
+def test_heartbeats_leave_a_closed_connection_and_stay_in_window(topo):
     """Two managed connections share the path, so heartbeats take turns on
-    them; one moves 128 MB each way and closes. For the seconds until
-    rackd's sweep forgets it, its turns must still carry in-window
-    numbers (--strict)."""
+    them; one moves 128 MB each way and closes. From then on the path's
+    heartbeats ride the other one (a carrier whose socket is gone leaves
+    its turn to the next, channel.c; a closing connection leaves its
+    path at the next sweep, liveness.c), in window: wintrack (--strict)
+    counts them on the idle flow (the positive control), none more on
+    the closed one, and drops nothing.
+
+    (One built just before its carrier closed may still arrive after both
+    FINs: test_setup_passes_even_racing_full_speed_data allows those.)"""
     ra = topo.start_rackd("a", config=CONFIG)
     rb = topo.start_rackd("b", config=CONFIG)
     wt = Wintrack(topo, strict=True)
@@ -570,13 +617,30 @@ def test_heartbeats_on_a_closed_connection_stay_in_window(topo):
     assert testbed.read_line(idle, 60, "idle burst") == "BURST True"
     bulk(topo, "v4", 5001, 128 * MB)
     racks.wait_states(ra, "connected", 5, remote_port=5002)
-    time.sleep(5)
-    stats = wt.stats()
+    stats = testbed.wait_until(
+        lambda: (st := wt.stats()) and closed(flow_to(st, 5001)) and st, 5,
+        "wintrack to see the transfer's FINs")
+    on_closed = racks_segments(flow_to(stats, 5001))
+    on_idle = racks_segments(flow_to(stats, 5002, idle.local_port))
+    heard = sum(r.status()["heartbeat_acks_in"] for r in (ra, rb))
+    # Heartbeats every 2/3 s from each end: some six in four seconds.
+    stats = testbed.wait_until(
+        lambda: (st := wt.stats()) and racks_segments(
+            flow_to(st, 5002, idle.local_port)) >= on_idle + 4 and st, 10,
+        lambda: f"heartbeats on the idle flow: {wt.stats()['flows']}")
     finish(idle, "idle client")
-    print(f"\nafter a close: wintrack {summary(stats)}\n" +
-          "\n".join(wt.drops()))
+    print(f"\nafter a close: racks' segments on the closed flow "
+          f"{on_closed} -> {racks_segments(flow_to(stats, 5001))}, on the "
+          f"idle one {on_idle} -> "
+          f"{racks_segments(flow_to(stats, 5002, idle.local_port))}; "
+          f"wintrack {summary(stats)}")
+    assert racks_segments(flow_to(stats, 5001)) == on_closed, \
+        flow_to(stats, 5001)
     assert not wt.drops(), "\n".join(wt.drops()[:40])
     wt.check_clean(stats)
+    # ...and answered (whichever end's turn it was: an end that hears the
+    # other's heartbeats sends none of its own).
+    assert sum(r.status()["heartbeat_acks_in"] for r in (ra, rb)) > heard
 
 
 @pytest.mark.parametrize("family", ["v4", "v6"])

@@ -113,6 +113,21 @@ def need_criu(criu):
                     f"(packaging/build-criu.sh)", pytrace=False)
 
 
+def make(*args, timeout=300, **kw):
+    """Run ``make -s -C REPO ARGS`` (subprocess.run's keywords: check=True
+    by default) under a lock of the tree's, so that parallel test
+    processes never build the same file at once (make check builds
+    everything first: then this only finds it up to date)."""
+    import fcntl
+    kw.setdefault("check", True)
+    lock = REPO / "build" / ".make.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        return subprocess.run(["make", "-s", "-C", str(REPO), *args],
+                              timeout=timeout, **kw)
+
+
 def wait_until(predicate, timeout, what, interval=0.05):
     """Poll predicate() until it returns a true value, which is returned.
 
@@ -187,14 +202,15 @@ def _close_pipes(proc):
             pipe.close()
 
 
-def read_line(proc, timeout, what):
-    """Next line of proc's stdout pipe, waiting at most timeout seconds.
+def read_line(proc, timeout, what, pipe=None):
+    """Next line of proc's stdout pipe (or of pipe, e.g. proc.stderr),
+    waiting at most timeout seconds.
 
     Reads the file descriptor byte by byte, so nothing is left in Python's
     buffers: a later ``proc.communicate()`` still sees every later line.
     Fails with the process's stderr if it exits first.
     """
-    fd = proc.stdout.fileno()
+    fd = (pipe or proc.stdout).fileno()
     deadline = time.monotonic() + timeout
     line = bytearray()
     while not line.endswith(b"\n"):
@@ -330,10 +346,20 @@ def delete_namespace(name):
         run(["ip", "netns", "delete", name])
 
 
+def own_namespace_names():
+    """Names of the test-bed namespaces this process made and still has
+    (other test processes, e.g. pytest-xdist's other workers, make and
+    delete theirs meanwhile)."""
+    prefix = f"rk{os.getpid()}x"
+    return [name for name in namespace_names() if name.startswith(prefix)]
+
+
 def remove_stale_namespaces():
     """Delete test-bed namespaces left by test processes that no longer exist.
 
-    Only names are removed (``ip netns delete``); nothing is killed.
+    Only names are removed (``ip netns delete``); nothing is killed. A
+    live process's namespaces stay, whoever's they are: parallel workers
+    of one run each call this at start.
     """
     removed = []
     for name in namespace_names():
@@ -362,6 +388,88 @@ def tables(ns):
     """Lines of ``nft list tables`` inside ns, e.g. ['table inet racks']."""
     return [line.strip() for line in nft(ns, "list tables").splitlines()
             if line.strip()]
+
+
+def nft_counters(ns, table, family="inet"):
+    """{name: packets} of every named counter of TABLE in ns."""
+    out = json.loads(nft(ns, ["-j", "list", "counters", "table", family, table]))
+    return {o["counter"]["name"]: o["counter"]["packets"]
+            for o in out["nftables"] if "counter" in o}
+
+
+class Middlebox:
+    """One nft table in a namespace (R, usually) playing a middlebox, every
+    rule of which that acts counting into a named counter: a test proves
+    with ``assert_acted`` that the box acted before it believes what it
+    saw (tests/README.md: a rule that never matched proves nothing).
+
+    Made by the Topology's middlebox helpers (``drop_first_syn``,
+    ``drop_option_syns``, ``strip_option``, ``firewall``, the loss of
+    ``netem``, ``cut_silent``) or directly from a ruleset text of a test's
+    own, whose named counters it finds itself.
+    """
+
+    def __init__(self, ns, table, ruleset, family="inet"):
+        self.ns = _as_netns(ns)
+        self.table, self.family = table, family
+        nft_file(self.ns, ruleset)
+        self.names = tuple(self.counts())
+        if not self.names:
+            raise TestbedError(f"middlebox {family} {table} in {self.ns.name} "
+                               f"has no named counter: it could not prove "
+                               f"that it acted")
+
+    def __repr__(self):
+        return f"Middlebox({self.ns.name}, {self.family} {self.table})"
+
+    def counts(self):
+        """{counter name: packets counted so far}."""
+        return nft_counters(self.ns, self.table, self.family)
+
+    def count(self, name=None):
+        """Packets counter NAME counted so far (the one counter by default)."""
+        return self.counts()[self._name(name)]
+
+    def _name(self, name):
+        if name is not None:
+            return name
+        if len(self.names) != 1:
+            raise ValueError(f"{self!r} has counters {self.names}: name one")
+        return self.names[0]
+
+    def listing(self):
+        return nft(self.ns, ["list", "table", self.family, self.table])
+
+    def assert_acted(self, name=None, at_least=1, since=None):
+        """Assert that counter NAME (the box's one counter by default)
+        counted at least at_least packets more than since (an earlier
+        counts() or count(), else 0); returns how many it counted."""
+        name = self._name(name)
+        base = since.get(name, 0) if isinstance(since, dict) else (since or 0)
+        moved = self.counts()[name] - base
+        if moved < at_least:
+            raise AssertionError(
+                f"{self!r}: counter {name!r} moved {moved}, expected at least "
+                f"{at_least}: the box did not act as the test needs\n"
+                f"{self.listing()}")
+        return moved
+
+    def remove(self):
+        """Delete the table (no-op if it is gone)."""
+        if f"table {self.family} {self.table}" in tables(self.ns):
+            nft(self.ns, ["delete", "table", self.family, self.table])
+
+
+def assert_counter_moved(ns, table, name, at_least=1, since=0, family="inet"):
+    """Assert that named counter NAME of TABLE in ns counted at least
+    at_least packets more than since; returns how many."""
+    now = nft_counters(ns, table, family)[name]
+    if now - since < at_least:
+        raise AssertionError(
+            f"counter {name!r} of {family} {table} in {_as_netns(ns).name} "
+            f"moved {now - since}, expected at least {at_least}:\n"
+            f"{nft(ns, ['list', 'table', family, table])}")
+    return now - since
 
 
 PINGER = TOOLS / "pinger.py"
@@ -398,6 +506,72 @@ def ping_rtt_ms(ns, addr, count=5, interval=0.05, timeout=2.0):
         raise TestbedError(f"{stats['received']} of {count} pings from "
                            f"{_as_netns(ns).name} to {addr} answered: {stats}")
     return sum(stats["rtt_ms"]) / count
+
+
+# --- captures -------------------------------------------------------------------
+
+class Capture:
+    """tcpdump in a namespace writing a pcap file, read back with Scapy.
+
+    Made, it has waited until tcpdump says it is listening (its filter in
+    place): nothing that matches is missed from then on, and a test may
+    send at once. ``packets()`` stops it once the file has stopped growing
+    and fails if the kernel dropped any packet the filter matched (a
+    capture with holes proves no negative).
+    """
+
+    def __init__(self, ns, path, expr, iface="eth0", timeout=10):
+        self.ns = _as_netns(ns)
+        self.path = Path(path)
+        self.expr = expr
+        self.proc = self.ns.popen(["tcpdump", "--immediate-mode", "-i", iface,
+                                   "-U", "-n", "-B", "16384", "-w",
+                                   str(self.path), expr],
+                                  stdout=subprocess.DEVNULL)
+        what = f"tcpdump in {self.ns.name} ({expr})"
+        deadline = time.monotonic() + timeout
+        while True:
+            line = read_line(self.proc, max(0.1, deadline - time.monotonic()),
+                             what, pipe=self.proc.stderr)
+            if "listening on" in line:
+                break
+        self.stats = None
+
+    def stop(self):
+        """Stop tcpdump once the file has stopped growing; returns its
+        counts {'captured', 'received', 'dropped'} (by the kernel)."""
+        if self.stats is not None:
+            return self.stats
+        sizes = [-2, -1]
+        while sizes[-1] != sizes[-2]:
+            time.sleep(0.3)
+            sizes.append(self.path.stat().st_size)
+        _signal(self.proc, signal.SIGTERM)
+        try:
+            _, err = self.proc.communicate(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            terminate([self.proc])
+            err = ""
+        if self.proc in self.ns.procs:
+            self.ns.procs.remove(self.proc)
+        # "12 packets captured", "... received by filter", "... dropped by kernel"
+        self.stats = {key: int(m.group(1)) for key, pattern in (
+            ("captured", r"(\d+) packets? captured"),
+            ("received", r"(\d+) packets? received by filter"),
+            ("dropped", r"(\d+) packets? dropped by kernel"))
+            if (m := re.search(pattern, err or ""))}
+        return self.stats
+
+    def packets(self, lossless=True):
+        """Every captured packet (Scapy), tcpdump stopped first; with
+        lossless, fails if the kernel dropped packets for the capture."""
+        from scapy.all import rdpcap
+        stats = self.stop()
+        if lossless and stats.get("dropped"):
+            raise AssertionError(f"tcpdump in {self.ns.name} ({self.expr}): "
+                                 f"the kernel dropped {stats['dropped']} "
+                                 f"packets: {stats}")
+        return rdpcap(str(self.path))
 
 
 # --- xfer -------------------------------------------------------------------------
@@ -887,17 +1061,21 @@ class Topology:
 
     def cut_silent(self, host):
         """Drop every frame on R's interface facing host, both directions,
-        with the carrier kept up (a netdev nft table inside R)."""
+        with the carrier kept up (a netdev nft table inside R). Returns
+        its Middlebox: counter 'cut' counts the frames it dropped."""
         rif = self.router_iface(host)
-        nft_file(self.r, f"""table netdev testbed_cut_{rif} {{
+        return Middlebox(self.r, f"testbed_cut_{rif}", f"""table netdev testbed_cut_{rif} {{
+  counter cut {{ }}
   chain ingress {{
     type filter hook ingress device "{rif}" priority -500; policy drop;
+    counter name "cut" drop
   }}
   chain egress {{
     type filter hook egress device "{rif}" priority -500; policy drop;
+    counter name "cut" drop
   }}
 }}
-""")
+""", family="netdev")
 
     def restore_silent(self, host):
         """Undo cut_silent(host)."""
@@ -906,19 +1084,21 @@ class Topology:
             nft(self.r, f"delete {table}")
 
     def netem(self, host, delay_ms=0, loss_pct=0):
-        """Impair the link from R toward host: fixed delay and random loss.
+        """Impair the link from R toward host: fixed delay and loss.
 
-        The kernel has no sch_netem, so loss is an nft rule in R and delay
-        goes through tools/tundelay.py (policy routing in R sends packets
-        bound for host through a TUN device that holds them delay_ms).
-        Only packets R forwards are delayed; R's own are not. Calling it
-        again replaces the previous settings.
+        The kernel has no sch_netem, so loss is an nft table in R (see
+        _add_loss: its counters say what it lost, ``lost(host)``) and
+        delay goes through tools/tundelay.py (policy routing in R sends
+        packets bound for host through a TUN device that holds them
+        delay_ms). Only packets R forwards are delayed; R's own are not.
+        Calling it again replaces the previous settings. Returns the loss
+        Middlebox (None without loss).
         """
         self.clear_netem(host)
-        if loss_pct:
-            self._add_loss(host, loss_pct)
+        box = self._add_loss(host, loss_pct) if loss_pct else None
         if delay_ms:
             self._add_delay(host, delay_ms)
+        return box
 
     def clear_netem(self, host):
         """Remove netem(host)'s delay and loss."""
@@ -928,21 +1108,53 @@ class Topology:
         if table in tables(self.r):
             nft(self.r, f"delete {table}")
 
+    def lost(self, host):
+        """What netem(host)'s loss dropped so far: {'syn': SYNs and
+        SYN-ACKs, 'racks': other segments carrying racks' option (set-up
+        messages, heartbeats, ADOPTs), 'other': everything else}, and
+        'seen': every packet it judged."""
+        return nft_counters(self.r, f"testbed_loss_{self.router_iface(host)}")
+
     def _add_loss(self, host, loss_pct):
+        """R loses loss_pct % of what it sends toward host (forwarded or
+        its own). Everything but the handshake and racks' messages is lost
+        at random ('other'); SYNs and SYN-ACKs ('syn') and segments with
+        racks' option ('racks') lose exactly one in N = round(100 /
+        loss_pct) of their kind, the first at N / 2 (the 51st at 1 %), so
+        that a test of a hundred handshakes surely loses some (at random,
+        600 such packets at 1 % lose none in 0.24 % of the runs), and one
+        of a few flows loses none. A counter per kind, and 'seen' for
+        every packet judged."""
         if not 0 < loss_pct <= 100:
             raise ValueError(f"loss_pct must be in (0, 100], not {loss_pct}")
         rif = self.router_iface(host)
+        every = max(1, round(100 / loss_pct))
         chance = "" if loss_pct == 100 else \
             f"numgen random mod 10000 < {round(loss_pct * 100)} "
-        drop = f'oifname "{rif}" {chance}drop'
-        nft_file(self.r, f"""table inet testbed_loss_{rif} {{
+        table = f"testbed_loss_{rif}"
+        return Middlebox(self.r, table, f"""table inet {table} {{
+  counter seen {{ }}
+  counter syn {{ }}
+  counter racks {{ }}
+  counter other {{ }}
   chain forward {{
     type filter hook forward priority 0; policy accept;
-    {drop}
+    oifname "{rif}" counter name "seen" jump judge
   }}
   chain output {{
     type filter hook output priority 0; policy accept;
-    {drop}
+    oifname "{rif}" counter name "seen" jump judge
+  }}
+  chain judge {{
+    tcp flags & (syn | rst) == syn goto lose_syn
+    tcp option @254,16,16 0x7261 goto lose_racks
+    {chance}counter name "other" drop
+  }}
+  chain lose_syn {{
+    numgen inc mod {every} {every // 2} counter name "syn" drop
+  }}
+  chain lose_racks {{
+    numgen inc mod {every} {every // 2} counter name "racks" drop
   }}
 }}
 """)
@@ -978,6 +1190,85 @@ class Topology:
                       str(table), "pref", str(NETEM_RULE_PREF), check=False)
         terminate([proc])      # its TUN device and routes vanish with it
         self.r.procs.remove(proc)
+
+    # middleboxes in R (each a Middlebox: its counters prove it acted) -----
+
+    def drop_first_syn(self, table="mbox"):
+        """R drops the first SYN of every flow, either family, as a lossy
+        path or a box that drops SYNs with unknown options would; the
+        kernel's retransmission passes. Counter 'dropped'."""
+        rules = "\n".join(
+            f"""    tcp flags & (syn|ack) == syn {ip} saddr . tcp sport @seen{n} accept
+    tcp flags & (syn|ack) == syn add @seen{n} {{ {ip} saddr . tcp sport timeout 60s }} counter name "dropped" drop"""
+            for ip, n in (("ip", 4), ("ip6", 6)))
+        return Middlebox(self.r, table, f"""table inet {table} {{
+  counter dropped {{ }}
+  set seen4 {{ type ipv4_addr . inet_service; flags timeout; }}
+  set seen6 {{ type ipv6_addr . inet_service; flags timeout; }}
+  chain pass {{
+    type filter hook forward priority 0; policy accept;
+{rules}
+  }}
+}}
+""")
+
+    def drop_option_syns(self, table="mbox"):
+        """R drops every SYN (not SYN-ACK) that carries option 254, as a
+        box that drops SYNs with unknown options does. Counter
+        'dropped'."""
+        return Middlebox(self.r, table, f"""table inet {table} {{
+  counter dropped {{ }}
+  chain pass {{
+    type filter hook forward priority 0; policy accept;
+    tcp flags & (syn|ack) == syn tcp option 254 exists counter name "dropped" drop
+  }}
+}}
+""")
+
+    def strip_option(self, synack=False, table="mbox"):
+        """R blanks option 254 (nft `reset tcp option`: NOPs, the data
+        offset unchanged) on every SYN, and with synack on SYN-ACKs too.
+        Counter 'stripped'."""
+        flags = "(syn|rst|fin) == syn" if synack else "(syn|ack) == syn"
+        return Middlebox(self.r, table, f"""table inet {table} {{
+  counter stripped {{ }}
+  chain pass {{
+    type filter hook forward priority mangle; policy accept;
+    tcp flags & {flags} tcp option 254 exists counter name "stripped" reset tcp option 254
+  }}
+}}
+""")
+
+    def firewall(self, strict=True, nat=False, table="fw"):
+        """R as a stateful firewall in its forward chain; with nat it also
+        masquerades toward B (B sees R's address and port). Counters::
+
+            invalid      ct state invalid, dropped
+            syn_new      a new flow admitted by its SYN
+            dropped      anything else, dropped by a strict policy
+                         (an open one counts it and lets it pass)
+            masqueraded  a new flow masqueraded (nat only)
+        """
+        postrouting = """  chain postrouting {
+    type nat hook postrouting priority srcnat; policy accept;
+    oifname "rb" counter name "masqueraded" masquerade
+  }
+""" if nat else ""
+        return Middlebox(self.r, table, f"""table inet {table} {{
+  counter syn_new {{ }}
+  counter invalid {{ }}
+  counter dropped {{ }}
+{"  counter masqueraded { }" if nat else ""}
+  chain forward {{
+    type filter hook forward priority filter; policy {"drop" if strict else "accept"};
+    ct state invalid counter name "invalid" drop
+    ct state established,related accept
+    meta l4proto {{ icmp, ipv6-icmp }} accept
+    tcp flags & (syn | ack | fin | rst) == syn ct state new counter name "syn_new" accept
+    counter name "dropped"
+  }}
+{postrouting}}}
+""")
 
     # addresses -------------------------------------------------------------
 

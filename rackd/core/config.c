@@ -170,8 +170,7 @@ static int set_max_half_open(struct config *cfg, char *v, char *why,
 			 10000000, why, wl);
 }
 
-static int set_max_half_open_per_prefix(struct config *cfg, char *v,
-					char *why, size_t wl)
+static int set_per_prefix(struct config *cfg, char *v, char *why, size_t wl)
 {
 	return set_count(&cfg->max_half_open_per_prefix,
 			 "max_half_open_per_prefix", v, 1, 10000000, why, wl);
@@ -349,8 +348,7 @@ static const struct config_key config_keys[] = {
 	{ .name = "max_connections", .set = set_max_connections },
 	{ .name = "max_half_open", .set = set_max_half_open },
 	{ .name = "reconnect_rate", .set = set_reconnect_rate },
-	{ .name = "max_half_open_per_prefix",
-	  .set = set_max_half_open_per_prefix },
+	{ .name = "max_half_open_per_prefix", .set = set_per_prefix },
 	{ .name = "log_level", .set = set_log_level },
 };
 

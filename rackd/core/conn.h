@@ -161,6 +161,7 @@ struct conn {
 	 * once the kernel shows the socket no more (closed, not yet swept). */
 	bool seq_seen;
 	uint32_t seen_snd_una, seen_rcv_nxt, seen_slack;
+	uint32_t seen_rwin, seen_swin;	/* its windows as last seen */
 	struct conn *knext;	/* edp id bucket chain */
 	struct conn *wnext;	/* wire tuple bucket chain */
 	/* Made by a SYN from outside whose sender has not shown yet that

@@ -55,6 +55,7 @@ struct conn_edp {
 	uint8_t rc_challenge[EDP_CHALLENGE_LEN];
 	uint64_t rc_claim_ms;
 	bool rc_queued;		/* confirmed, in the batch to splice */
+	bool rc_resume_queued;	/* followed, in the batch to resume */
 	/* An ADOPT said the peer forgot this connection (adopt.c): the
 	 * heartbeat that asks whether it still holds the key, and when. */
 	uint32_t readopt_hb;

@@ -203,6 +203,11 @@ static void compare(struct rackd *d, struct conn *c)
 		if (!channel_numbers_plausible(c, a->peer_seq, a->peer_ack)) {
 			d->edp.bad_seq++;
 			d->adopt->stats.unchecked_dropped++;
+			/* Forged, or the connection moved on while we learnt:
+			 * our own ADOPT asks the peer, whose answer sits
+			 * where the connection is now. */
+			if (!timer_pending(&a->timer))
+				loop_timer_arm(d->loop, &a->timer, 0);
 			return;
 		}
 	}
@@ -393,7 +398,9 @@ static struct conn *adopt_new(struct rackd *d, const struct endpoint *local,
 		d->adopt->stats.refused++;
 		return NULL;
 	}
-	if (d->conns.count >= d->cfg->max_connections) {
+	if (!(d->adopt->ops->make_room ?
+	      d->adopt->ops->make_room(d, &remote->addr) :
+	      d->conns.count < d->cfg->max_connections)) {
 		d->stats.conns_refused++;
 		return NULL;
 	}
@@ -454,6 +461,32 @@ static bool readopt(struct rackd *d, struct conn *c, const struct edp_msg *m)
 	c->unmanaged = UNMANAGED_PEER_FORGOT;
 	begin(d, c, UNMANAGED_PEER_FORGOT);
 	return true;
+}
+
+/* Whether C's socket is established (its handshake complete). */
+static bool established(struct conn *c)
+{
+	struct sockdiag_progress pr;
+
+	return sockdiag_progress(&c->local, &c->remote, &pr) == 0 &&
+	       pr.state == TCP_STATE_ESTABLISHED;
+}
+
+/* C's handshake or set-up is over, without racks: released, so that
+ * adoption can begin. */
+static void finish_plain(struct rackd *d, struct conn *c)
+{
+	conn_halfopen_proven(&d->conns, c);
+	c->unmanaged = UNMANAGED_HANDSHAKE_UNSEEN;
+	if (c->state == CONN_SETUP) {
+		setup_release(d, c, "the peer's handshake ended plain: "
+				    "adopting");
+		return;
+	}
+	loop_timer_cancel(d->loop, &c->expiry);
+	c->peer = PEER_NONE;
+	set_state(c, CONN_RELEASED);
+	conn_log(c, "handshake unseen by the peer: adopting");
 }
 
 static uint32_t adopt_input(struct rackd *d, struct conn *c,
@@ -518,11 +551,14 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 	} else if (!c->adopt) {
 		bool again = c->state == CONN_RELEASED &&
 			     c->adoptions < ADOPT_TRIES;
+		bool unfinished = (c->state == CONN_HANDSHAKE ||
+				   c->state == CONN_SETUP) &&
+				  c->adoptions < ADOPT_TRIES;
 
 		/* Nothing it could change: no question to the kernel. */
-		if (!again && !(conn_managed(c) &&
-				m->x_own == c->rend.isn + 1 &&
-				m->x_peer == c->lend.isn + 1)) {
+		if (!again && !unfinished && !(conn_managed(c) &&
+					      m->x_own == c->rend.isn + 1 &&
+					      m->x_peer == c->lend.isn + 1)) {
 			d->edp.unexpected++;
 			return NF_DROP;
 		}
@@ -531,12 +567,22 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		if (!rackd_unauth_query(d))
 			return NF_DROP;
 		asked = true;
+		if (unfinished && !established(c)) {
+			d->edp.unexpected++;
+			return NF_DROP;
+		}
 		if (c->lend.seen && c->rend.seen &&
 		    !channel_seq_plausible(c, p)) {
 			d->edp.bad_seq++;
 			return NF_DROP;
 		}
-		if (again) {
+		if (unfinished) {
+			/* The kernel finished the handshake, and the peer's
+			 * ended plain (its offer, or our answer, lost or late),
+			 * or what we took for one was stale: adopted. */
+			finish_plain(d, c);
+			begin(d, c, UNMANAGED_HANDSHAKE_UNSEEN);
+		} else if (again) {
 			/* The peer is racks after all: ask again. */
 			c->adoption = ADOPTION_NONE;
 			begin(d, c, c->unmanaged == UNMANAGED_NO ?

@@ -80,6 +80,9 @@ struct adopt_ops {
 	struct conn *(*new_conn)(struct rackd *d, const struct endpoint *local,
 				 const struct endpoint *remote,
 				 enum conn_dir dir);
+	/* Room in the table for one more, from SRC, half-open entries
+	 * making way if they must; whether there is. */
+	bool (*make_room)(struct rackd *d, const struct addr *src);
 };
 
 

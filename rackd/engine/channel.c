@@ -16,6 +16,9 @@
 /* How far from the first numbers a set-up message may be: one
  * unscaled window (what either end can have sent before set-up ends). */
 #define FIRST_WINDOW 65535
+/* What a message's numbers may have moved between its sender's reading
+ * of them and ours, beyond the windows (tight checks). */
+#define TIGHT_MARGIN 65536
 /* include/net/tcp_states.h */
 #define TCP_STATE_SYN_SENT 2
 #define TCP_STATE_SYN_RECV 3
@@ -76,6 +79,8 @@ static enum seq_source live_seq(struct conn *c, uint32_t *snd_una,
 			return SEQ_FIRST;
 		conn_seq_progress(c, &pr, &c->seen_snd_una, &c->seen_rcv_nxt);
 		c->seen_slack = seq_slack(&pr);
+		c->seen_rwin = pr.rcv_ssthresh;
+		c->seen_swin = pr.snd_wnd;
 		c->seq_seen = true;
 		src = SEQ_NOW;
 	}
@@ -195,9 +200,28 @@ static bool in_first_window(const struct conn *c)
  * rcv_nxt, as either end reads its counters a little later) and its
  * rcv_nxt - 1 (likewise around our snd_una).
  */
-static bool numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
+/* Whether DIST, a distance in sequence space, lies in [-BELOW, ABOVE]. */
+static bool seq_within(uint32_t dist, uint32_t below, uint32_t above)
 {
-	uint32_t snd_una, rcv_nxt, slack;
+	return (int64_t)(int32_t)dist >= -(int64_t)below &&
+	       (int64_t)(int32_t)dist <= (int64_t)above;
+}
+
+/*
+ * A message with SEQ (its sender's snd_una - 1) and ACK (its rcv_nxt - 1)
+ * as a TCP socket would judge a segment: the sender's snd_una is at most
+ * what we received, and behind it by no more than our receive window
+ * (what it can have in flight to us); its rcv_nxt is at least our snd_una
+ * and ahead of it by no more than its own window. TIGHT (a message
+ * without a MAC: ADOPT, set-up) takes the socket's windows as they are,
+ * so that the numbers prove what an in-window segment proves; else the
+ * largest windows the connection could have (messages under the key,
+ * checked for where they sit only).
+ */
+static bool numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack,
+			      bool tight)
+{
+	uint32_t snd_una, rcv_nxt, slack, rwin, swin;
 
 	if (in_first_window(c) &&
 	    seq_near(seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
@@ -210,22 +234,29 @@ static bool numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
 	default:
 		return false;
 	}
-	return seq_near(seq + 1, rcv_nxt, slack) && seq_near(ack, snd_una, slack);
+	if (!tight)
+		return seq_near(seq + 1, rcv_nxt, slack) &&
+		       seq_near(ack, snd_una, slack);
+	/* What moves between the sender's reading and ours. */
+	rwin = c->seen_rwin + TIGHT_MARGIN;
+	swin = c->seen_swin + TIGHT_MARGIN;
+	return seq_within(seq + 1 - rcv_nxt, rwin, TIGHT_MARGIN) &&
+	       seq_within(ack + 1 - snd_una, TIGHT_MARGIN + 1, swin);
 }
 
-static bool seq_plausible(struct conn *c, const struct packet *p)
+static bool seq_plausible(struct conn *c, const struct packet *p, bool tight)
 {
-	return numbers_plausible(c, p->seq, p->ack);
+	return numbers_plausible(c, p->seq, p->ack, tight);
 }
 
 bool channel_seq_plausible(struct conn *c, const struct packet *p)
 {
-	return seq_plausible(c, p);
+	return seq_plausible(c, p, true);
 }
 
 bool channel_numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack)
 {
-	return numbers_plausible(c, seq, ack);
+	return numbers_plausible(c, seq, ack, true);
 }
 
 /* Heartbeats and reconnections: the MAC's role by type and sender. */
@@ -367,7 +398,10 @@ uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 	}
 	if (!worth_checking(d, c, m))
 		return NF_DROP;
-	if (needs_seq_check(c, m) && !seq_plausible(c, p)) {
+	/* Set-up's messages carry no MAC (or one that proves set-up, not
+	 * where the connection is): judged as tightly as a segment. */
+	if (needs_seq_check(c, m) &&
+	    !seq_plausible(c, p, !edp_type_numbered(m->type))) {
 		d->edp.bad_seq++;
 		return NF_DROP;
 	}

@@ -21,10 +21,12 @@
 #include "splice.h"
 
 static void reconnect_flush(struct timer *t, void *arg);
+static void resume_flush(struct timer *t, void *arg);
 
 void reconnect_init(struct rackd *d)
 {
 	timer_init(&d->reconnect->flush, reconnect_flush, d);
+	timer_init(&d->reconnect->resume, resume_flush, d);
 	reconnect_configure(d);
 }
 
@@ -41,9 +43,12 @@ void reconnect_free(struct rackd *d)
 	struct reconnect_state *r = d->reconnect;
 
 	loop_timer_cancel(d->loop, &r->flush);
+	loop_timer_cancel(d->loop, &r->resume);
 	free(r->accepted);
+	free(r->resumes);
 	r->accepted = NULL;
-	r->naccepted = r->cap = 0;
+	r->resumes = NULL;
+	r->naccepted = r->cap = r->nresumes = r->rcap = 0;
 }
 
 /* How long C's next reconnection waits after its last one: the liveness
@@ -106,6 +111,11 @@ void reconnect_forget(struct rackd *d, struct conn *c)
 		if (r->accepted[i].c != c)
 			r->accepted[kept++] = r->accepted[i];
 	r->naccepted = kept;
+	kept = 0;
+	for (unsigned i = 0; i < r->nresumes; i++)
+		if (r->resumes[i] != c)
+			r->resumes[kept++] = r->resumes[i];
+	r->nresumes = kept;
 }
 
 void reconnect_event(void *arg, enum event_type type, struct conn *c,
@@ -130,18 +140,57 @@ static void event_moved(struct rackd *d, struct conn *c)
 }
 
 /* Resume C now that its peer knows where it is. */
-static void resume_one(struct rackd *d, struct conn *c)
+/*
+ * Resume C now that its peer knows where it is: on the next turn of the
+ * loop, together with every other connection that got there meanwhile.
+ * Thousands of connections reconnecting at once then lift their holds in
+ * a few nft transactions, not one each (each costs milliseconds).
+ */
+static void resume_later(struct rackd *d, struct conn *c)
 {
-	live_heard_path(d, c);
-	if (c->hold && !c->hold->resuming && c->host && !c->host->suspended) {
-		struct conn *one[1] = { c };
+	struct reconnect_state *r = d->reconnect;
 
-		hold_end(d, one, 1);
-	} else if (!c->hold || c->hold->resuming) {
-		/* It kept sending to where the peer no longer was, or resumed
-		 * (and retransmitted) before the move reached it. */
-		hold_nudge(d, c);
+	if (c->edp->rc_resume_queued)
+		return;
+	c->edp->rc_resume_queued = true;
+	if (r->nresumes == r->rcap) {
+		r->rcap = r->rcap ? 2 * r->rcap : 64;
+		r->resumes = xreallocarray(r->resumes, r->rcap,
+					   sizeof(*r->resumes));
 	}
+	r->resumes[r->nresumes++] = c;
+	if (!timer_pending(&r->resume))
+		loop_timer_arm(d->loop, &r->resume, 0);
+}
+
+static void resume_flush(struct timer *t, void *arg)
+{
+	struct rackd *d = arg;
+	struct reconnect_state *r = d->reconnect;
+	unsigned n = r->nresumes, nheld = 0;
+	struct conn **batch = r->resumes;
+
+	(void)t;
+	r->resumes = NULL;
+	r->nresumes = r->rcap = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c = batch[i];
+
+		c->edp->rc_resume_queued = false;
+		/* A suspended path resumes all its connections at once. */
+		live_heard_path(d, c);
+		if (c->hold && !c->hold->resuming && c->host &&
+		    !c->host->suspended)
+			batch[nheld++] = c;
+		else if (!c->hold || c->hold->resuming)
+			/* It kept sending to where the peer no longer was, or
+			 * resumed (and retransmitted) before the move reached
+			 * it. */
+			hold_nudge(d, c);
+	}
+	if (nheld)
+		hold_end(d, batch, nheld);
+	free(batch);
 }
 
 /*
@@ -174,7 +223,7 @@ static void reconnect_flush(struct timer *t, void *arg)
 			d->reconnect->stats.sent++;
 	}
 	for (unsigned i = 0; i < n; i++)
-		resume_one(d, batch[i]);
+		resume_later(d, batch[i]);
 out:
 	free(batch);
 }
@@ -342,7 +391,7 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 		e->rc_warned = false;
 		event_moved(d, c);
 	}
-	resume_one(d, c);
+	resume_later(d, c);
 	return NF_DROP;
 }
 

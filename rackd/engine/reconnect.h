@@ -79,6 +79,9 @@ struct reconnect_state {
 	struct reconnect_pending *accepted;
 	unsigned naccepted, cap;
 	struct timer flush;
+	struct conn **resumes;		/* followed: to resume together */
+	unsigned nresumes, rcap;
+	struct timer resume;
 	struct ratelimit pace;		/* reconnection SYNs sent */
 	struct reconnect_stats stats;
 };

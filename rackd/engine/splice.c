@@ -40,6 +40,35 @@ static unsigned mapped_after(const struct rackd *d, struct conn *const *conns,
 	return count < 0 ? 0 : (unsigned)count;
 }
 
+/* After a failed removal of CONNS' entries: each entry alone (whatever
+ * is gone already fails alone), and the rules if AFTER is none. */
+static void unsplice_each(struct rackd *d, struct conn *const *conns,
+			  unsigned n, unsigned after)
+{
+	for (unsigned i = 0; i <= n; i++) {
+		char *buf = NULL, err[256];
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		struct splicemap_entry e;
+
+		if (!f)
+			fatalx(EXIT_NOMEM, "out of memory");
+		if (i < n && conns[i]->mapped) {
+			entry_of(conns[i], true, &e);
+			splicemap_write(f, &e, false);
+		} else if (i == n && d->splice->mapped > 0 && after == 0) {
+			ruleset_chains_write(f, d->cfg, false, d->held > 0,
+					     d->adopt_rules);
+		}
+		fputc('\0', f);
+		if (fclose(f) != 0)
+			fatalx(EXIT_NOMEM, "out of memory");
+		if (buf[0] && ruleset_run(buf, err, sizeof(err)))
+			log_debug("unsplicing: %s", err);
+		free(buf);
+	}
+}
+
 /*
  * One transaction: the installed entries out, the wanted ones in, and the
  * rewriting chains created with the first spliced connection and deleted
@@ -90,6 +119,10 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 		log_warnx("splicing %u connection(s): %s", changed, err);
 		if (add)
 			return ret;
+		/* A removal is all or nothing: one entry the table no longer
+		 * has keeps the rest, and the rules, in. They go one by
+		 * one, so that the rules never outlive the last splice. */
+		unsplice_each(d, conns, n, after);
 	}
 	d->splice->updates += changed;
 	d->splice->mapped = after;

@@ -190,19 +190,28 @@ static void evict(struct rackd *d, struct conn *c)
 	rackd_forget(d, c);
 }
 
+bool track_make_room(struct rackd *d, const struct addr *src)
+{
+	/* A full table makes room as full half-open entries do: a real
+	 * connection is worth more than an entry nobody proved. */
+	unsigned max = d->conns.count >= d->cfg->max_connections ?
+		       0 : d->cfg->max_half_open;
+	struct conn *victim = conn_halfopen_victim(&d->conns, src, max,
+						   d->cfg->max_half_open_per_prefix);
+
+	if (victim)
+		evict(d, victim);
+	return d->conns.count < d->cfg->max_connections;
+}
+
 static struct conn *new_conn(struct rackd *d, const struct packet *p,
 			     bool outbound)
 {
 	struct endpoint local, remote;
-	struct conn *c, *victim;
+	struct conn *c;
 
-	if (!outbound) {
-		victim = conn_halfopen_victim(&d->conns, &p->src,
-					      d->cfg->max_half_open,
-					      d->cfg->max_half_open_per_prefix);
-		if (victim)
-			evict(d, victim);
-	}
+	if (!outbound)
+		track_make_room(d, &p->src);
 	if (d->conns.count >= d->cfg->max_connections) {
 		d->stats.conns_refused++;
 		return NULL;

@@ -21,6 +21,10 @@ void track_sweep(struct rackd *d);
 void track_sweep_fresh(struct rackd *d);
 #define TRACK_FRESH_MS 200
 
+/* Before a new entry for a connection with SRC: the oldest half-open
+ * entry goes if half-open entries, or the table, are full (halfopen.h).
+ * Whether there is room now. */
+bool track_make_room(struct rackd *d, const struct addr *src);
 /* A connection of the state file, keyed by its socket's endpoints (its
  * expiry timer ready): state.c fills in the rest. */
 struct conn *track_restore(struct rackd *d, const struct endpoint *local,

@@ -142,6 +142,8 @@ static int progress_attr(const struct nlattr *a, void *data)
 	ctx->out->bytes_received = ti.tcpi_bytes_received;
 	ctx->out->snd_wscale = ti.tcpi_snd_wscale;
 	ctx->out->rcv_wscale = ti.tcpi_rcv_wscale;
+	ctx->out->rcv_ssthresh = ti.tcpi_rcv_ssthresh;
+	ctx->out->snd_wnd = ti.tcpi_snd_wnd;
 	ctx->out->unacked = ti.tcpi_unacked;
 	ctx->out->backoff = ti.tcpi_backoff;
 	ctx->out->retransmits = ti.tcpi_retransmits;

@@ -28,6 +28,9 @@ struct sockdiag_progress {
 	uint64_t bytes_acked;		/* snd_una - ISN - 1 */
 	uint64_t bytes_received;	/* rcv_nxt - peer ISN - 1 */
 	uint32_t snd_wscale, rcv_wscale;
+	/* The most it advertises (its receive window never exceeds it)
+	 * and the peer's advertised window, in bytes. */
+	uint32_t rcv_ssthresh, snd_wnd;
 	uint32_t unacked;		/* segments in flight */
 	uint32_t backoff;		/* RTO backoff steps */
 	uint32_t retransmits;		/* RTO retransmissions unanswered */

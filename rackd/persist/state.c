@@ -613,6 +613,24 @@ static void release_orphans(struct rackd *d, const struct saved *saved,
 	}
 }
 
+void state_forget_restored(struct rackd *d)
+{
+	while (d->conns.head) {
+		struct conn *c = d->conns.head;
+
+		/* None of its entries made it into a table: nothing there to
+		 * take out, and its kept address stays until rackd exits. */
+		c->mapped = false;
+		c->kept_local = false;
+		free(c->hold);
+		c->hold = NULL;
+		rackd_forget(d, c);
+	}
+	d->held = 0;
+	d->splice->mapped = 0;
+	d->state->restored = 0;
+}
+
 void state_load(struct rackd *d)
 {
 	struct state_file *s = d->state;
@@ -687,6 +705,12 @@ struct conn *state_import(struct rackd *d, char *line, char *err,
 	if (conn_lookup(&d->conns, &s.local, &s.remote) ||
 	    conn_find_edp(&d->conns, s.keys.conn_id)) {
 		snprintf(err, errlen, "connection already known here");
+		goto out;
+	}
+	/* The bound every other way into the table keeps. */
+	if (d->conns.count >= d->cfg->max_connections) {
+		snprintf(err, errlen, "table full (max_connections %u)",
+			 d->cfg->max_connections);
 		goto out;
 	}
 	c = track_restore(d, &s.local, &s.remote, s.dir);

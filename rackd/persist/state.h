@@ -66,6 +66,9 @@ int state_write(struct rackd *d);
 /* Read the file and rebuild its connections (before the table exists:
  * their holds and splices go into the table's first transaction). */
 void state_load(struct rackd *d);
+/* The table could not take what the state file holds: every connection
+ * it restored is forgotten (adopted again later). */
+void state_forget_restored(struct rackd *d);
 /* One connection as a "conn" line. */
 void state_write_conn(FILE *f, const struct conn *c);
 /* C's line for rackckpt: with the sequence numbers its socket has now,

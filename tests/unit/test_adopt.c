@@ -457,6 +457,10 @@ TEST(test_unknown_flows_adopt_checked_once_learnt)
 	CHECK_EQ_INT(c->rcv_base, 1901);	/* not raised */
 	CHECK_EQ_INT(state.stats.unchecked_dropped, 1);
 	CHECK_EQ_INT(setups, 0);
+	/* Our own ADOPT asks the peer instead. */
+	fake_advance(0);
+	CHECK_EQ_INT(nsent, 1);
+	CHECK_EQ_INT(sent[0].x_own, 1001);
 	/* The same from where the connection is: taken (positive control). */
 	p.seq = 7;
 	CHECK_EQ_INT(adopt_input(&d, c, &p, &m), NF_DROP);
@@ -493,6 +497,43 @@ TEST(test_adopt_budget_and_useless_adopts)
 	teardown();
 }
 
+/* The peer's handshake ended plain while ours did not: our end still in
+ * its set-up (the SYN with the offer came late, beside the plain
+ * retransmission), or holding a record of a SYN that was stale. An ADOPT,
+ * once the kernel shows the handshake complete, makes it adopt. */
+TEST(test_adopt_ends_an_unfinished_handshake)
+{
+	struct conn *c = setup();
+
+	c->state = CONN_SETUP;
+	c->peer = PEER_RACKS;
+	c->unmanaged = UNMANAGED_NO;
+	/* Not established yet: nothing. */
+	fake_progress.state = 2;	/* SYN_SENT */
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(c->state, CONN_SETUP);
+	CHECK_EQ_INT(releases, 0);
+	/* Established: released from its set-up, adopted, agreed. */
+	fake_progress.state = 1;
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(releases, 1);
+	CHECK_EQ_INT(c->cause, UNMANAGED_HANDSHAKE_UNSEEN);
+	CHECK_EQ_INT(setups, 1);
+	CHECK_EQ_INT(c->adoption, ADOPTION_SETUP);
+	teardown();
+
+	/* A record of a SYN whose SYN-ACK we never saw: learnt. */
+	c = setup();
+	c->state = CONN_HANDSHAKE;
+	c->peer = PEER_UNKNOWN;
+	c->lend.seen = false;
+	peer_says(c, 2001, 1001, 0);
+	CHECK_EQ_INT(c->state, CONN_ADOPTING);
+	CHECK_EQ_INT(learns, 1);
+	CHECK_EQ_INT(c->adoption, ADOPTION_LEARNING);
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	UNIT(test_plain_peer_is_asked_three_times),
 	UNIT(test_agreement_answers_once_and_takes_the_role_of_the_numbers),
@@ -506,6 +547,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_forged_adopt_never_releases_a_keyed_connection),
 	UNIT(test_unknown_flows_adopt_checked_once_learnt),
 	UNIT(test_adopt_budget_and_useless_adopts),
+	UNIT(test_adopt_ends_an_unfinished_handshake),
 };
 
 UNIT_MAIN("adopt", tests)

@@ -195,6 +195,33 @@ TEST(test_forgeries_ask_the_kernel_nothing)
 	fake_rackd_free(&d);
 }
 
+/* A message without a MAC (an ADOPT) is judged as a TCP socket judges a
+ * segment, by the windows it has now; one under the key by the largest
+ * windows the connection could have. */
+TEST(test_unauthenticated_numbers_judged_by_the_windows_in_force)
+{
+	struct conn *c = setup();
+	struct edp_msg hb = heartbeat(c, 1);
+	/* 9 MB behind where we are, inside a 64 MB scaled window. */
+	struct packet old = message(702000 - 9000000, 500999);
+	struct packet near = message(702000 - 200000, 500999 + 100000);
+
+	fake_progress.snd_wscale = fake_progress.rcv_wscale = 10;
+	fake_progress.rcv_ssthresh = 3000000;
+	fake_progress.snd_wnd = 2000000;
+	CHECK(!channel_seq_plausible(c, &old));
+	CHECK(channel_seq_plausible(c, &near));
+	/* Beyond what we sent, or ahead of what we received: no. */
+	near.ack = 500999 + 2200000;
+	CHECK(!channel_seq_plausible(c, &near));
+	near = message(702000 + 100000, 500999);
+	CHECK(!channel_seq_plausible(c, &near));
+	/* Under the key, where it sits is only a sanity check. */
+	CHECK_EQ_INT(channel_input(&d, c, &old, &hb), NF_DROP);
+	CHECK_EQ_INT(handled, 1);
+	fake_rackd_free(&d);
+}
+
 /* A half-open entry is proven by a message that passes the check, not
  * by one that fails it. */
 TEST(test_message_proves_a_half_open_entry)
@@ -355,6 +382,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_answer_mirrors_without_asking_the_kernel),
 	UNIT(test_first_numbers_refused_once_connected),
 	UNIT(test_forgeries_ask_the_kernel_nothing),
+	UNIT(test_unauthenticated_numbers_judged_by_the_windows_in_force),
 	UNIT(test_message_proves_a_half_open_entry),
 	UNIT(test_hint_is_for_its_connection_and_setup_only),
 	UNIT(test_gone_socket),

@@ -138,10 +138,13 @@ void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 	held += n;
 }
 
+static unsigned hold_end_calls;
+
 void hold_end(struct rackd *d, struct conn **conns, unsigned n)
 {
 	(void)d, (void)conns;
 	resumed += n;
+	hold_end_calls++;
 }
 
 void hold_nudge(struct rackd *d, struct conn *c)
@@ -195,6 +198,7 @@ static struct conn *setup(void)
 	mac_valid = confirm_valid = usable = true;
 	splice_err = 0;
 	nmsgs = spliced = held = resumed = nudged = heard = moved = probed = 0;
+	hold_end_calls = 0;
 	third_acks = 0;
 	parse_err = 0;
 	memset(&answered, 0, sizeof(answered));
@@ -501,6 +505,32 @@ TEST(test_confirmed_held_connection_resumes)
 	teardown();
 }
 
+/* Many connections followed in one burst lift their holds together: one
+ * call (one nft transaction), not one each. */
+TEST(test_resumptions_batched)
+{
+	struct conn *c = setup();
+	struct conn *b = fake_conn(&d, "10.0.0.1:22", "10.0.0.2:40001", false);
+	struct conn_hold h1 = { 0 }, h2 = { 0 };
+
+	b->host = &path;
+	conn_index_edp(&d.conns, b, b->edp->conn_id);
+	c->hold = &h1;
+	b->hold = &h2;
+	c->state = b->state = CONN_SUSPENDED;
+	deliver_syn(c, EDP_RECONNECT, 1, c->edp->conn_id, "10.0.7.2:40000",
+		    "10.0.0.1:22");
+	deliver(c, EDP_RECONNECT_CONFIRM, 2, "10.0.7.2:40000", "10.0.0.1:22");
+	deliver_syn(b, EDP_RECONNECT, 1, b->edp->conn_id, "10.0.7.2:40001",
+		    "10.0.0.1:22");
+	deliver(b, EDP_RECONNECT_CONFIRM, 2, "10.0.7.2:40001", "10.0.0.1:22");
+	fake_advance(0);
+	CHECK_EQ_INT(resumed, 2);
+	CHECK_EQ_INT(hold_end_calls, 1);
+	c->hold = b->hold = NULL;
+	teardown();
+}
+
 TEST(test_splice_failure_answers_nothing)
 {
 	struct conn *c = setup();
@@ -574,10 +604,13 @@ TEST(test_our_reconnection_confirmed_then_resumed)
 	/* A stale answer (before the move) proves the path, not the move. */
 	deliver(c, EDP_RECONNECT_ACK, 10, "10.0.0.2:40000", "10.0.0.1:22");
 	CHECK_EQ_INT(d.reconnect->stats.refused_replay, 2);
-	/* The answer to our third segment: confirmed and resumed. */
+	/* The answer to our third segment: confirmed, and resumed on the
+	 * next turn of the loop with whatever else got there meanwhile. */
 	deliver(c, EDP_RECONNECT_ACK, 12, "10.0.0.2:40000", "10.0.0.1:22");
 	CHECK(c->confirmed);
 	CHECK_EQ_INT(fake_count(EVENT_RECONNECT), 1);
+	CHECK_EQ_INT(heard, 0);
+	fake_advance(0);
 	CHECK_EQ_INT(heard, 1);
 	CHECK_EQ_INT(c->edp->rc_answers, 1);
 	/* Answered twice: the second is a replay. */
@@ -701,6 +734,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_refused),
 	UNIT(test_syn_reconnection_malformed_or_unknown),
 	UNIT(test_confirmed_held_connection_resumes),
+	UNIT(test_resumptions_batched),
 	UNIT(test_splice_failure_answers_nothing),
 	UNIT(test_same_endpoints_again_is_no_move),
 	UNIT(test_gone_before_flush_is_forgotten),
