@@ -206,6 +206,13 @@ def crash_reproducers():
     crashes["splice-new-socket.bin"] = engine(
         [(HANDSHAKE, f10, out), (ADDR, 1 << 1, 1), (ADVANCE, MS_1S),
          (CONNECT, f0, 3, 0x0f), (ADVANCE, MS_1S)])
+    # Found on main at f52101d: a spliced connection aborted after
+    # max_suspend, still in the table (sock_diag's dumps fail, or the
+    # sweep has not come yet) when rackd restarts.
+    crashes["restart-orphans-lo-released.bin"] = engine(
+        [(SOCKDIAG_FAIL, 1), (HANDSHAKE, f0, out), (ADDR, 0, 1),
+         (ADVANCE, 14), (RESTART, 1)],
+        auto=False, suspend=1, max_suspend=1)
     path = os.path.join(os.path.dirname(SEEDS), "crashes")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():
