@@ -154,11 +154,13 @@ $(BUILD)/fuzz/fuzz_engine: $(call obj,fuzz-obj,$(FUZZ_ENGINE_SRC))
 	$(Q)mkdir -p $(@D)
 	$(Q)clang $(FUZZ_ENGINE_FLAGS) -fsanitize=fuzzer -o $@ $^ $(pkg_libs)
 
-# Each run's log goes to build/fuzz/NAME.log; a failure prints its tail.
+# Each run's log goes to build/fuzz/NAME.log, what it found to
+# build/fuzz/NAME-crash-...; a failure prints the log's tail.
 fuzz: $(FUZZ_TARGETS)
 	$(Q)set -e; for f in $(FUZZ_TARGETS); do \
 		n=$$(basename $$f); mkdir -p $(BUILD)/corpus/$$n; \
 		if ! $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$$f- \
 			$(BUILD)/corpus/$$n tests/fuzz/seeds > $$f.log 2>&1; then \
 			tail -40 $$f.log; echo "fuzz: $$n FAILED"; exit 1; fi; \
 		echo "fuzz: $$n: $$(grep -o 'Done [0-9]* runs in [0-9]* second' $$f.log)"; \
