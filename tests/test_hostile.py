@@ -701,3 +701,455 @@ def test_spoofed_segment(topo, tmp_path, state, kind, family, attacker):
     """The attacker (R, or L on A's LAN) sends KIND at a connection in
     STATE: nothing changes (see the module docstring)."""
     run_case(topo, tmp_path, state, kind, family, attacker)
+
+
+# --- the classic probe as a reflector (defect 3) ----------------------------
+
+VICTIM_PREFIX = {"v4": "10.71.3.2", "v6": "fd71:3::2"}
+
+# A server that accepts on both families and never sends a byte.
+SILENT = """
+import socket, sys
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", int(sys.argv[1]))); s.listen(64); print("READY", flush=True)
+conns = []
+while True:
+    conns.append(s.accept()[0])
+"""
+
+
+def payload_segments(pkts, src, sport):
+    """(seq, length) of every segment with data from src:sport."""
+    return [(tcp_of(p).seq, len(bytes(tcp_of(p).payload))) for p in pkts
+            if norm(l3(p).src) == norm(src) and tcp_of(p).sport == sport
+            and len(bytes(tcp_of(p).payload))]
+
+
+@pytest.mark.parametrize("family", [
+    "v4", pytest.param("v6", marks=pytest.mark.slow)])
+def test_spoofed_probe_is_not_reflected(topo, tmp_path, family):
+    """R, in the name of a victim V (a host behind R), sends B's server
+    port marked (DSCP LE) SYNs announcing a 64-byte MSS, each followed at
+    once by a FIN at the SYN's ISN + 1, the handshake never completed
+    (B's SYN-ACK went to V, who never asked). V must receive no byte of
+    an announcement (today: 2 x 1024 bytes per 40-byte FIN, in 64-byte
+    segments); B's SYN-ACKs that V does receive prove the SYNs reached
+    B. In the same run a real `rackctl probe` from A still finds B
+    enhanced."""
+    from test_edp import rackctl_probe, start_py_server
+    rb = topo.start_rackd("b", config=FAST)
+    start_py_server(topo.b, SILENT)
+    victim = topo.add_host("c")
+    v_addr, b_addr = topo.addr["c"][family], topo.addr["b"][family]
+    assert v_addr == VICTIM_PREFIX[family]
+    cap = Capture(victim, testbed.HOST_IFACE, tmp_path / "victim.pcap",
+                  f"tcp and src host {b_addr}")
+    rng = random.Random(3)
+    specs = []
+    for i in range(5):
+        isn = rng.getrandbits(32)
+        base = {"src": v_addr, "sport": 40000 + i, "dst": b_addr,
+                "dport": PORT, "tos": LE}
+        specs += [dict(base, flags="S", seq=isn,
+                       opts=bytes([2, 4, 0, 64]).hex()),
+                  dict(base, flags="FA", seq=isn + 1, ack=rng.getrandbits(32))]
+    before = rb.status()
+    Attacker(topo, "r").send(specs)
+    probe = rackctl_probe(topo.a, racks.endpoint(b_addr, PORT))
+    testbed.wait_until(lambda: rb.status()["edp_probe_fins"] -
+                       before["edp_probe_fins"] >= 6, 5,
+                       "the spoofed FINs and the probe's at B's rackd")
+    time.sleep(1)
+    assert_alive(rb)
+    after = rb.status()
+    pkts = cap.packets()
+    # Positive controls: the real probe answered; B answered the spoofed
+    # SYNs towards V, so they did reach B.
+    assert probe["result"] == "enhanced", probe
+    assert after["edp_probes_answered"] > before["edp_probes_answered"]
+    synacks = [p for p in pkts if tcp_of(p).flags == "SA"]
+    assert len({tcp_of(p).dport for p in synacks}) == 5, \
+        [p.summary() for p in pkts]
+    reflected = payload_segments(pkts, b_addr, PORT)
+    assert not reflected, \
+        f"V received {sum(n for _, n in reflected)} bytes of announcements " \
+        f"in {len(reflected)} segments (largest {max(n for _, n in reflected)}" \
+        f" bytes) for 5 spoofed FINs of 40 bytes"
+
+
+@pytest.mark.parametrize("family", [
+    "v4", pytest.param("v6", marks=pytest.mark.slow)])
+def test_probe_answer_is_never_cut_below_536_bytes(topo, tmp_path, family):
+    """A real probe from A, whose SYN announces an MSS of 200 (A's route
+    to B says advmss 200), is answered: enhanced, but the announcement
+    travels in segments of at least 536 bytes (its last piece excepted),
+    never cut at a small MSS a prober can choose."""
+    from test_edp import rackctl_probe, start_py_server
+    rb = topo.start_rackd("b", config=FAST)
+    start_py_server(topo.b, SILENT)
+    b_addr = topo.addr["b"][family]
+    gw = str(next(ipaddress.ip_network(f"{topo.addr['a'][family]}/"
+                                       f"{topo.prefix['a'][family]}",
+                                       strict=False).hosts()))
+    topo.a.ip("route", "replace", b_addr, "via", gw, "dev",
+              testbed.HOST_IFACE, "advmss", "200")
+    cap = Capture(topo.a, testbed.HOST_IFACE, tmp_path / "probe.pcap",
+                  f"tcp port {PORT}")
+    probe = rackctl_probe(topo.a, racks.endpoint(b_addr, PORT))
+    pkts = cap.packets()
+    assert probe["result"] == "enhanced", probe
+    syn = [p for p in pkts if tcp_of(p).flags == "S"]
+    assert syn and dict(tcp_of(syn[0]).options).get("MSS") == 200, \
+        [p.summary() for p in syn]
+    segs = payload_segments(pkts, b_addr, PORT)
+    assert segs, [p.summary() for p in pkts]
+    first = min(seq for seq, _ in segs)
+    cut = [(seq, n) for seq, n in segs
+           if n < 536 and (seq - first) % 2**32 + n != 1024]
+    assert not cut, f"announcement cut at the prober's MSS: {segs}"
+    assert_alive(rb)
+
+
+# --- a flood of forged offers (defect 4) ------------------------------------
+
+FLOOD = 600
+FLOOD_PREFIX = {"v4": "10.71.99.0/24", "v6": "fd71:99::/64"}
+
+
+@pytest.mark.parametrize("family", [
+    "v4", pytest.param("v6", marks=pytest.mark.slow)])
+def test_syn_flood_leaves_a_real_connection_managed(topo, family):
+    """R floods B's server port with FLOOD SYNs offering racks from one
+    prefix that routes nowhere (B's SYN-ACKs die in R), three times B's
+    max_connections. A connection from A opened right after it must still
+    be managed (set up by its handshake or adopted) within a few seconds,
+    its bytes intact both ways; B's rackd alive. The flood reached B's
+    rackd: its SYN counter."""
+    conf = FAST + f"max_connections = {FLOOD // 3}\n"
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=conf)
+    topo.r.ip("route", "add", "blackhole", FLOOD_PREFIX[family])
+    server = testbed.start_xfer_server(topo.b, PORT, send=8 * MB, rate=RATE,
+                                       timeout=60)
+    before = rb.status()
+    flood = Attacker(topo, "r").flood(topo.addr["b"][family], PORT,
+                                      FLOOD_PREFIX[family], FLOOD)
+    testbed.wait_until(lambda: rb.status()["syn"] - before["syn"] >= FLOOD,
+                       10, lambda: f"the flood at B's rackd: "
+                       f"{rb.status()['syn'] - before['syn']} SYNs")
+    assert_alive(rb)
+    mid = rb.status()
+    client = testbed.start_xfer_client(topo.a, topo.addr["b"][family], PORT,
+                                       8 * MB, recv=True, rate=RATE,
+                                       announce=True, timeout=60)
+    client.connected(15)
+    t0 = time.monotonic()
+    a_addr = norm(topo.addr["a"][family])
+
+    def real_on_b():
+        """B's entry of A's connection, among the flood's."""
+        conns = [c for c in racks.conns_between(rb, local_port=PORT)
+                 if host_of(c["remote"]) == a_addr]
+        return conns[0] if len(conns) == 1 else None
+
+    def managed():
+        mine, theirs = racks.conns_between(ra, remote_port=PORT), real_on_b()
+        return len(mine) == 1 and mine[0]["state"] == "connected" and \
+            theirs and theirs["state"] == "connected" and (mine[0], theirs)
+
+    try:
+        mine, theirs = testbed.wait_until(managed, 6, "A's connection managed")
+        failure = None
+    except TimeoutError as exc:
+        st = rb.status()
+        failure = (f"{exc}\nA: {ra.connections()}\nB's entry: {real_on_b()}\n"
+                   f"B after the flood: connections {st['connections']}, "
+                   f"connections_refused "
+                   f"{st['connections_refused'] - before['connections_refused']}"
+                   f", edp_setup_started "
+                   f"{st['edp_setup_started'] - before['edp_setup_started']}")
+    if failure:
+        pytest.fail(failure, pytrace=False)
+    took = time.monotonic() - t0
+    fps = {ra.ctl_json("show", str(mine["id"]))["key_fingerprint"],
+           rb.ctl_json("show", str(theirs["id"]))["key_fingerprint"]}
+    assert len(fps) == 1, fps
+    racks.check_both_ways(server, client, 8 * MB)
+    assert_alive(ra, rb)
+    print(f"\n{family}: {FLOOD} forged offers in {flood['seconds']} s; B then "
+          f"held {mid['connections']} entries, set-up begun "
+          f"{mid['edp_setup_started'] - before['edp_setup_started']} times; "
+          f"A's connection managed {took:.2f} s after connect()")
+
+
+# --- a malicious peer's reconnections (defect 7) -----------------------------
+
+def splice_maps(ns):
+    """Every element of rackd's splice maps in ns, {map: [elements]}."""
+    out = {}
+    listing = json.loads(testbed.nft(ns, ["-j", "list", "maps", "inet"]))
+    for obj in listing["nftables"]:
+        m = obj.get("map")
+        if not m or m.get("table") != "racks":
+            continue
+        one = json.loads(testbed.nft(ns, ["-j", "list", "map", "inet",
+                                          "racks", m["name"]]))
+        elems = [o["map"].get("elem", []) for o in one["nftables"]
+                 if "map" in o]
+        out[m["name"]] = json.dumps(elems[0] if elems else [],
+                                    sort_keys=True)
+    assert any(name.startswith(("in4", "in6")) for name in out), out
+    return out
+
+
+def mac_of(ns, iface=testbed.HOST_IFACE):
+    return ns.ip_json("link", "show", "dev", iface)[0]["address"]
+
+
+class MaliciousPeer:
+    """M (host A, rackd) with two managed connections to S (host B, rackd)
+    on PORT, the first the one it abuses, the second for the positive
+    control; their keys from M's state file."""
+
+    def __init__(self, topo, family, size, conf):
+        self.topo, self.family, self.size = topo, family, size
+        self.rm = topo.start_rackd("a", config=conf)
+        self.rs = topo.start_rackd("b", config=conf)
+        self.s_addr = topo.addr["b"][family]
+        self.m_addr = topo.addr["a"][family]
+        self.clients = []
+
+    def connect(self, ns, count=1):
+        out = []
+        for _ in range(count):
+            c = testbed.start_xfer_client(ns, self.s_addr, PORT, self.size,
+                                          recv=True, rate=RATE, announce=True,
+                                          timeout=90)
+            out.append((c, c.connected(15)[1]))
+            self.clients.append(c)
+        return out
+
+    def managed_on_s(self, count):
+        def ready():
+            conns = [c for c in racks.conns_between(self.rs, local_port=PORT)
+                     if host_of(c["remote"]) == norm(self.m_addr)
+                     and c["state"] == "connected"]
+            return conns if len(conns) == count else None
+        return testbed.wait_until(ready, 10, lambda: f"M's connections at S: "
+                                  f"{self.rs.connections()}")
+
+    def s_show(self, mport):
+        c = [c for c in racks.conns_between(self.rs, local_port=PORT)
+             if port_of(c["remote"]) == mport]
+        assert len(c) == 1, self.rs.connections()
+        return self.rs.ctl_json("show", str(c[0]["id"]))
+
+    def stop_and_read_keys(self, ports):
+        """Stop M's rackd (its state file then holds every counter as it
+        is) and read each connection's key; checked against what both
+        rackds showed (conn_id, fingerprint), which proves the crafting."""
+        shown = {p: self.s_show(p) for p in ports}
+        assert self.rm.stop() == 0
+        states = {port_of(s["local"]): s
+                  for s in spoof.read_state(self.rm.state)}
+        for p in ports:
+            st = states[p]
+            assert spoof.conn_id_of(st["key"]) == st["conn_id"] == \
+                shown[p]["conn_id"]
+            assert spoof.fingerprint_of(st["key"]) == \
+                shown[p]["key_fingerprint"]
+        return states, shown
+
+    def rcsyn(self, state, src, sport, counter_step=1, **l2):
+        """A valid reconnection SYN of STATE's connection, from src:sport."""
+        counter = int(state["hb_out"]) + counter_step
+        return dict({"src": src, "sport": sport, "dst": self.s_addr,
+                     "dport": PORT, "flags": "S",
+                     "seq": random.getrandbits(32),
+                     "opts": spoof.rcsyn_options().hex(),
+                     "payload": spoof.signed_reconnect(state, counter).hex()},
+                    **l2)
+
+    def synack_seen(self, cap, mport):
+        return [p for p in cap.packets() if tcp_of(p).flags == "SA" and
+                tcp_of(p).sport == PORT and tcp_of(p).dport == mport and
+                norm(l3(p).src) == norm(self.s_addr)]
+
+    def check_transfers(self, server, count):
+        reports = {r["peer_port"]: r for r in server.results(90)}
+        assert len(reports) == count, reports
+        for c in self.clients:
+            rep = c.result(90)
+            srv = reports[rep["local_port"]]
+            assert rep["sent_sha256"] == srv["recv_sha256"] == \
+                testbed.expected_sha256(self.size, testbed.CLIENT_SEED)
+            assert rep["recv_sha256"] == srv["sent_sha256"] == \
+                testbed.expected_sha256(self.size, testbed.SERVER_SEED)
+
+
+@pytest.mark.parametrize("family", [
+    "v4", pytest.param("v6", marks=pytest.mark.slow)])
+def test_malicious_peer_cannot_take_another_hosts_connection(topo, tmp_path,
+                                                             family):
+    """M (A) holds the key of its own connection to S (B) on PORT; V (a
+    plain host C) has a connection to S on the same port. M sends S a
+    reconnection SYN for its connection, valid in every bit (M's key, a
+    new counter, wire format of rcsyn.c), from V's address and port. S
+    must splice nothing (its splice maps unchanged, M's connection still
+    at M's endpoint), and V's and M's transfers arrive intact both ways.
+    Positive control: the same crafted SYN from M's real endpoint (of a
+    second connection of M) is answered by S with a SYN-ACK."""
+    size = 8 * MB
+    conf = "suspend_after = 10s\n"        # M's rackd is down a few seconds
+    mp = MaliciousPeer(topo, family, size, conf)
+    v = topo.add_host("c")
+    server = testbed.start_xfer_server(topo.b, PORT, send=size, rate=RATE,
+                                       count=3, timeout=120)
+    (_, m1), (_, m2) = mp.connect(topo.a, 2)
+    (_, vport), = mp.connect(v)
+    mp.managed_on_s(2)
+    v_addr = topo.addr["c"][family]
+    maps = splice_maps(topo.b)
+    cap_m = Capture(topo.a, testbed.HOST_IFACE, tmp_path / "m.pcap", SYN_EXPR)
+    cap_s = Capture(topo.b, testbed.HOST_IFACE, tmp_path / "s.pcap", SYN_EXPR)
+    states, shown = mp.stop_and_read_keys((m1, m2))
+    before = mp.rs.status()
+    hijack = mp.rcsyn(states[m1], v_addr, vport)
+    Attacker(topo, "a").send([hijack])
+    testbed.wait_until(lambda: mp.rs.status()["edp_msgs_in"] >
+                       before["edp_msgs_in"], 5, "the SYN at S's rackd")
+    time.sleep(1)
+    assert_alive(mp.rs)
+    assert arrived(cap_s.packets(), [hijack]), "the SYN never reached S"
+    assert splice_maps(topo.b) == maps, \
+        f"S spliced M's connection onto V's flow: {splice_maps(topo.b)}"
+    now = mp.s_show(m1)
+    assert now["wire_remote"] == shown[m1]["wire_remote"], now
+    # Positive control: from M's own endpoint, S answers.
+    Attacker(topo, "a").send([mp.rcsyn(states[m2], mp.m_addr, m2)])
+    testbed.wait_until(lambda: mp.synack_seen(cap_m, m2), 5,
+                       "S's SYN-ACK to the positive control")
+    mp.rm.start()
+    assert mp.rm.status()["state_restored"] == 2
+    mp.managed_on_s(2)
+    assert mp.s_show(m1)["key_fingerprint"] == shown[m1]["key_fingerprint"]
+    assert splice_maps(topo.b) == maps
+    mp.check_transfers(server, 3)
+    assert_alive(mp.rm, mp.rs)
+
+
+MARTIANS = {
+    "v4": ["own", "127.0.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255",
+           "10.71.2.255"],
+    # ::1 and multicast sources never reach a hook: ipv6_rcv drops them.
+    "v6": ["own", "link-local", "::"],
+}
+
+
+@pytest.mark.parametrize("family", [
+    "v4", pytest.param("v6", marks=pytest.mark.slow)])
+def test_reconnection_from_a_martian_source_is_refused(topo, tmp_path,
+                                                       family):
+    """Valid reconnection SYNs for M's connection (M's key, new counters),
+    sent as Ethernet frames from S's own link (R) with sources no peer can
+    be at: S's own addresses, loopback, unspecified, multicast, broadcast.
+    S splices nothing, M's connection stays where it is and transfers
+    intact. Positive control: the same from M's real endpoint (second
+    connection) is answered by S."""
+    size = 8 * MB
+    conf = "suspend_after = 10s\n"
+    mp = MaliciousPeer(topo, family, size, conf)
+    server = testbed.start_xfer_server(topo.b, PORT, send=size, rate=RATE,
+                                       count=2, timeout=120)
+    (_, m1), (_, m2) = mp.connect(topo.a, 2)
+    mp.managed_on_s(2)
+    maps = splice_maps(topo.b)
+    own = {"own": mp.s_addr}
+    if family == "v6":
+        own["link-local"] = next(
+            a["local"] for a in topo.b.ip_json("-6", "addr", "show", "dev",
+                                               testbed.HOST_IFACE)[0]
+            ["addr_info"] if a["local"].startswith("fe80"))
+    sources = [own.get(s, s) for s in MARTIANS[family]]
+    l2 = {"iface": "rb", "dmac": mac_of(topo.b)}
+    cap_s = Capture(topo.b, testbed.HOST_IFACE, tmp_path / "s.pcap", SYN_EXPR)
+    cap_r = Capture(topo.r, "rb", tmp_path / "r.pcap", SYN_EXPR)
+    states, shown = mp.stop_and_read_keys((m1, m2))
+    before = mp.rs.status()
+    specs = [mp.rcsyn(states[m1], src, 40000 + i, counter_step=1 + i, **l2)
+             for i, src in enumerate(sources)]
+    Attacker(topo, "r").send(specs)
+    testbed.wait_until(lambda: mp.rs.status()["edp_msgs_in"] -
+                       before["edp_msgs_in"] >= len(specs), 5,
+                       lambda: f"the SYNs at S's rackd: "
+                       f"{mp.rs.status()['edp_msgs_in'] - before['edp_msgs_in']}"
+                       f" of {len(specs)}")
+    time.sleep(1)
+    assert_alive(mp.rs)
+    assert arrived(cap_s.packets(), specs) == specs
+    assert splice_maps(topo.b) == maps, \
+        f"S spliced M's connection onto a martian: {splice_maps(topo.b)}"
+    assert mp.s_show(m1)["wire_remote"] == shown[m1]["wire_remote"]
+    Attacker(topo, "r").send([mp.rcsyn(states[m2], mp.m_addr, m2, **l2)])
+    testbed.wait_until(lambda: mp.synack_seen(cap_r, m2), 5,
+                       "S's SYN-ACK to the positive control")
+    mp.rm.start()
+    mp.managed_on_s(2)
+    assert splice_maps(topo.b) == maps
+    mp.check_transfers(server, 2)
+    assert_alive(mp.rm, mp.rs)
+
+
+# --- rackd on a router (defect 9) --------------------------------------------
+
+@pytest.mark.parametrize("family", [
+    "v4", pytest.param("v6", marks=pytest.mark.slow)])
+def test_rackd_on_the_router_forwards_racks_traffic(topo, family):
+    """rackd runs on R too. A's and B's connection through it is set up
+    (connected within 5 s), survives a silent cut of B's link, and
+    arrives intact; R's rackd never saw a packet of it (packets_queued
+    stays 0), while R forwarded racks' messages (a counter in R's
+    prerouting, before any rackd hook, and one in its forward chain:
+    equal, nothing eaten)."""
+    testbed.nft_file(topo.r, """table inet watch {
+    counter seen { }
+    counter forwarded { }
+    chain watch_pre {
+        type filter hook prerouting priority -500; policy accept;
+        tcp flags & syn == 0 tcp option @254,16,16 0x7261 counter name "seen"
+    }
+    chain watch_fwd {
+        type filter hook forward priority 500; policy accept;
+        tcp flags & syn == 0 tcp option @254,16,16 0x7261 counter name "forwarded"
+    }
+}
+""")
+    rr = topo.start_rackd("r", config=FAST)
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    size = 8 * MB
+    server, client = racks.start_transfer(topo, family, size, PORT, RATE, 90)
+    try:
+        racks.wait_states(ra, "connected", 5, remote_port=PORT)
+        racks.wait_states(rb, "connected", 5, local_port=PORT)
+        failure = None
+    except TimeoutError as exc:
+        st = rr.status()
+        failure = (f"{exc}\nR's rackd: packets_queued {st['packets_queued']}"
+                   f", edp_msgs_in {st['edp_msgs_in']}, edp_unknown_conn "
+                   f"{st['edp_unknown_conn']}")
+    if failure:
+        pytest.fail(failure, pytrace=False)
+    topo.cut_silent("b")
+    racks.wait_states(ra, "suspended", 5, remote_port=PORT)
+    time.sleep(1)
+    topo.restore_silent("b")
+    racks.wait_states(ra, "connected", 10, remote_port=PORT)
+    racks.wait_states(rb, "connected", 10, local_port=PORT)
+    seen, fwd = (r_counter(topo, "watch", n) for n in ("seen", "forwarded"))
+    st = rr.status()
+    assert seen > 0 and fwd == seen, (seen, fwd)
+    assert st["packets_queued"] == 0 and st["edp_msgs_in"] == 0, st
+    racks.check_both_ways(server, client, size)
+    assert_alive(ra, rb, rr)

@@ -14,8 +14,13 @@ send: SPEC_JSON is a JSON list of segments, each an object with
   opts, payload                 hex: raw TCP option bytes (padded to 4 with
                                 NOPs) and data; Scapy would re-validate
                                 options, so they travel as raw bytes
-All of them go out of one raw socket per family, in order; one JSON line
-per segment is printed (what was sent, for captures to be matched).
+  iface, dmac                   optional: sent as an Ethernet frame to dmac
+                                out of iface (AF_PACKET: no routing, no
+                                output hook, the source left as it is even
+                                where a raw IP socket would fill it in)
+All of them go out of one raw socket per family (or per interface), in
+order; one JSON line per segment is printed (what was sent, for captures
+to be matched).
 
 flood: COUNT SYNs offering racks (racks' SYN option) to DST:DPORT, each
 from a random address in PREFIX and a random port, random ISN; prints
@@ -166,8 +171,13 @@ class _Sockets:
     def __init__(self):
         self.socks = {}
 
-    def send(self, pkt, v6):
-        from scapy.all import conf
+    def send(self, pkt, v6, iface=None, dmac=None):
+        from scapy.all import Ether, conf
+        if iface:
+            if iface not in self.socks:
+                self.socks[iface] = conf.L2socket(iface=iface)
+            self.socks[iface].send(Ether(dst=dmac) / pkt)
+            return
         if v6 not in self.socks:
             self.socks[v6] = conf.L3socket6() if v6 else conf.L3socket()
         self.socks[v6].send(pkt)
@@ -181,7 +191,8 @@ def send_specs(specs):
     socks = _Sockets()
     try:
         for spec in specs:
-            socks.send(_build(spec), ":" in spec["dst"])
+            socks.send(_build(spec), ":" in spec["dst"], spec.get("iface"),
+                       spec.get("dmac"))
             print(json.dumps({k: spec.get(k) for k in
                               ("src", "sport", "dst", "dport", "flags", "seq",
                                "ack")}), flush=True)
