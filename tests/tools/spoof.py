@@ -2,6 +2,7 @@
 """An attacker's TCP segments for tests/test_hostile.py, crafted with Scapy.
 
 usage: spoof.py send SPEC_JSON
+       spoof.py serve
        spoof.py flood --dst ADDR --dport PORT --prefix CIDR --count N [--seed S]
 
 send: SPEC_JSON is a JSON list of segments, each an object with
@@ -21,6 +22,11 @@ send: SPEC_JSON is a JSON list of segments, each an object with
 All of them go out of one raw socket per family (or per interface), in
 order; one JSON line per segment is printed (what was sent, for captures
 to be matched).
+
+serve: prints READY once Scapy is loaded, then reads one SPEC_JSON per
+line on stdin and sends it as send does, ending each batch's output with
+a line DONE: a test keeps one attacker ready and sends without Scapy's
+start-up (about a second) between its decision and the segment.
 
 flood: COUNT SYNs offering racks (racks' SYN option) to DST:DPORT, each
 from a random address in PREFIX and a random port, random ISN; prints
@@ -187,8 +193,9 @@ class _Sockets:
             s.close()
 
 
-def send_specs(specs):
-    socks = _Sockets()
+def send_specs(specs, socks=None):
+    own = socks is None
+    socks = socks or _Sockets()
     try:
         for spec in specs:
             socks.send(_build(spec), ":" in spec["dst"], spec.get("iface"),
@@ -196,6 +203,19 @@ def send_specs(specs):
             print(json.dumps({k: spec.get(k) for k in
                               ("src", "sport", "dst", "dport", "flags", "seq",
                                "ack")}), flush=True)
+    finally:
+        if own:
+            socks.close()
+
+
+def serve():
+    socks = _Sockets()
+    print("READY", flush=True)
+    try:
+        for line in sys.stdin:
+            if line.strip():
+                send_specs(json.loads(line), socks)
+            print("DONE", flush=True)
     finally:
         socks.close()
 
@@ -225,6 +245,9 @@ def main():
     conf.verb = 0
     if len(sys.argv) >= 3 and sys.argv[1] == "send":
         send_specs(json.loads(sys.argv[2]))
+        return 0
+    if len(sys.argv) == 2 and sys.argv[1] == "serve":
+        serve()
         return 0
     if len(sys.argv) >= 2 and sys.argv[1] == "flood":
         import argparse
