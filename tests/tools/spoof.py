@@ -214,6 +214,11 @@ def serve():
     try:
         for line in sys.stdin:
             if line.strip():
+                # Scapy routes by its own copy of the routing tables, read
+                # when it loaded: routes may have changed since.
+                from scapy.all import conf
+                conf.route.resync()
+                conf.route6.resync()
                 send_specs(json.loads(line), socks)
             print("DONE", flush=True)
     finally:
