@@ -3,7 +3,8 @@
 
 usage: spoof.py send SPEC_JSON
        spoof.py serve
-       spoof.py flood --dst ADDR --dport PORT --prefix CIDR --count N [--seed S]
+       spoof.py flood --dst ADDR --dport PORT --prefix CIDR --count N
+                      [--seconds T] [--seed S]
 
 send: SPEC_JSON is a JSON list of segments, each an object with
   src, dst, sport, dport        the (spoofed) 4-tuple
@@ -29,8 +30,9 @@ a line DONE: a test keeps one attacker ready and sends without Scapy's
 start-up (about a second) between its decision and the segment.
 
 flood: COUNT SYNs offering racks (racks' SYN option) to DST:DPORT, each
-from a random address in PREFIX and a random port, random ISN; prints
-{"sent": N, "seconds": S}.
+from a random address in PREFIX and a random port, random ISN, as fast as
+it goes (or for T seconds, whichever ends first); prints READY when it
+starts and {"sent": N, "seconds": S} when done.
 
 Importable (no Scapy needed): the racks option encodings of edp/option.h
 and the MACs and derived values of edp/keys.c (keyed BLAKE2b, which
@@ -225,14 +227,19 @@ def serve():
         socks.close()
 
 
-def flood(dst, dport, prefix, count, seed):
+def flood(dst, dport, prefix, count, seed, seconds=None):
     rng = random.Random(seed)
     net = ipaddress.ip_network(prefix)
     socks = _Sockets()
     v6 = ":" in dst
+    print("READY", flush=True)
     t0 = time.monotonic()
+    sent = 0
     try:
-        for _ in range(count):
+        for sent in range(1, count + 1):
+            if seconds and time.monotonic() - t0 >= seconds:
+                sent -= 1
+                break
             src = str(net.network_address +
                       rng.randrange(1, min(net.num_addresses - 1, 2**24)))
             spec = {"src": src, "dst": dst, "sport": rng.randrange(1024, 65535),
@@ -241,7 +248,7 @@ def flood(dst, dport, prefix, count, seed):
             socks.send(_build(spec), v6)
     finally:
         socks.close()
-    print(json.dumps({"sent": count,
+    print(json.dumps({"sent": sent,
                       "seconds": round(time.monotonic() - t0, 3)}))
 
 
@@ -262,8 +269,9 @@ def main():
         ap.add_argument("--prefix", required=True)
         ap.add_argument("--count", type=int, required=True)
         ap.add_argument("--seed", type=int, default=1)
+        ap.add_argument("--seconds", type=float)
         a = ap.parse_args(sys.argv[2:])
-        flood(a.dst, a.dport, a.prefix, a.count, a.seed)
+        flood(a.dst, a.dport, a.prefix, a.count, a.seed, a.seconds)
         return 0
     print(__doc__, file=sys.stderr)
     return 2
