@@ -261,8 +261,8 @@ def assert_alive(*rackds):
 
 # --- one connection under attack ---------------------------------------------
 
-# Per state: the end attacked (the other end is the one impersonated),
-# the kinds that make sense there, the config.
+# Per state: the end attacked (the other end is the one impersonated) and
+# the kinds that make sense there (see the module docstring).
 KINDS = ("syn", "synack", "rst", "fin", "ack", "heartbeat", "adopt",
          "adopt_observed", "rcsyn", "rcsyn_replay")
 STATES = {
@@ -287,7 +287,8 @@ class Scene:
     """A connection between A and B, brought into a state, attacked."""
 
     def __init__(self, topo, tmp_path, family, attacker, state, seed):
-        self.topo, self.tmp, self.family, self.state = topo, tmp_path, family, state
+        self.topo, self.tmp = topo, tmp_path
+        self.family, self.state = family, state
         self.target = STATES[state][0]
         self.peer = topo.other(self.target)
         self.rng = random.Random(seed)
@@ -456,7 +457,8 @@ class Scene:
         if kind == "heartbeat":
             opt = spoof.numbered(conn_id, r32(), self.rng.randbytes(16),
                                  spoof.EDP_HEARTBEAT)
-            return [dict(base, flags="A", seq=r32(), ack=r32(), opts=opt.hex())]
+            return [dict(base, flags="A", seq=r32(), ack=r32(),
+                         opts=opt.hex())]
         if kind == "adopt":
             return [dict(base, flags="A", seq=r32(), ack=r32(),
                          opts=spoof.adopt(r32(), r32()).hex())]
@@ -598,7 +600,7 @@ class Scene:
                               **self.ports(host))
 
 
-# --- the states ---------------------------------------------------------------
+# --- the states -----------------------------------------------------------
 
 def block_table(topo, name, rules):
     """A forward-chain table in R with one counter per rule (the rule's

@@ -118,7 +118,8 @@ def mac_counter(key, role, counter, t):
 
 
 def _derive_public(key, label):
-    return hashlib.blake2b(label.encode(), key=key, digest_size=16).digest()[:8]
+    return hashlib.blake2b(label.encode(), key=key,
+                           digest_size=16).digest()[:8]
 
 
 def conn_id_of(key):
@@ -155,7 +156,7 @@ def signed_reconnect(state, counter, type_=EDP_RECONNECT):
     return numbered(state["conn_id"], counter, mac, type_)
 
 
-# --- sending (Scapy) -----------------------------------------------------------
+# --- sending (Scapy) --------------------------------------------------------
 
 def _build(spec):
     from scapy.all import IP, IPv6, TCP, Raw
@@ -242,8 +243,9 @@ def flood(dst, dport, prefix, count, seed, seconds=None):
                 break
             src = str(net.network_address +
                       rng.randrange(1, min(net.num_addresses - 1, 2**24)))
-            spec = {"src": src, "dst": dst, "sport": rng.randrange(1024, 65535),
-                    "dport": dport, "flags": "S", "seq": rng.getrandbits(32),
+            spec = {"src": src, "dst": dst,
+                    "sport": rng.randrange(1024, 65535), "dport": dport,
+                    "flags": "S", "seq": rng.getrandbits(32),
                     "opts": offer().hex()}
             socks.send(_build(spec), v6)
     finally:
