@@ -20,8 +20,14 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
 # rackd's layers, lowest first (README "Architecture"; make check-layers).
 RACKD_DIRS := rackd/io rackd/core rackd/engine rackd/persist rackd/ctl
+# rackckpt's layers, lowest first (checkpoint/README.md; make check-layers).
+CKPT_DIRS := checkpoint/base checkpoint/proc checkpoint/state \
+	checkpoint/relay checkpoint/move checkpoint/cli
 INCLUDES := -Icommon $(addprefix -I,$(RACKD_DIRS)) -Inft -Iedp
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(INCLUDES) -MMD -MP
+# rackckpt's objects see common/ and its own folders only: rackd's
+# headers are not theirs (and share some of their names).
+CKPT_INCLUDES := -Icommon $(addprefix -I,$(CKPT_DIRS))
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(INCLUDES) -MMD -MP
 
 ifeq ($(V),1)
 Q :=
@@ -43,8 +49,8 @@ RACKD_SRC := rackd/main.c rackd/daemon.c $(wildcard $(addsuffix /*.c,$(RACKD_DIR
 	$(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
 	$(NETLINK_SRC)
 RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
-RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c \
-	$(NETLINK_SRC)
+RACKCKPT_SRC := $(wildcard $(addsuffix /*.c,$(CKPT_DIRS))) $(COMMON_SRC) \
+	common/ctlclient.c $(NETLINK_SRC)
 # What the C unit tests link: pure logic (no netlink), the connection
 # core, and fake kernel I/O (tests/unit/fake.c) under the engine modules
 # that tests include one at a time.
@@ -64,6 +70,7 @@ all: $(BUILD)/rackd $(BUILD)/rackctl $(BUILD)/rackckpt
 deps:
 	$(Q)./packaging/deps.sh
 
+$(BUILD)/obj/checkpoint/%.o: INCLUDES := $(CKPT_INCLUDES)
 $(BUILD)/obj/%.o: %.c
 	$(call quiet,CC,$<)
 	$(Q)mkdir -p $(@D)
@@ -106,8 +113,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))
 check-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do $$t; done
 
-# No call or include upward between rackd's layers, no cycle between
-# folders; `tests/layers.py --picture` draws them.
+# No call or include upward between the layers of rackd and of rackckpt,
+# no cycle between folders; `tests/layers.py --picture` draws them.
 .PHONY: check-layers
 check-layers:
 	$(Q)$(PYTHON) tests/layers.py

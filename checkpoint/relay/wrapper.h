@@ -10,8 +10,8 @@
  * connect back (TCP, authenticated by a random token) and relays through
  * those connections, then exits with the status the restore reports.
  */
-#ifndef RACKCKPT_RELAY_H
-#define RACKCKPT_RELAY_H
+#ifndef RACKCKPT_WRAPPER_H
+#define RACKCKPT_WRAPPER_H
 
 #include <stddef.h>
 
@@ -19,11 +19,7 @@
  * descriptor numbers to relay besides 0, 1 and 2. With LO_NAMES
  * (environment variables), CMD runs under the loopback agent (agent.h)
  * and the loopback addresses in those variables are relayed. */
-void relay_run(const int *extra, size_t nextra, const char *const *lo_names,
+void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
 	       size_t nlo, char **cmd) __attribute__((noreturn));
-
-/* Exit as STATUS (a wait status) says: the same code, or the same signal
- * (without a core dump). */
-void relay_exit_like(int status) __attribute__((noreturn));
 
 #endif

@@ -14,10 +14,10 @@
 #include "agent.h"
 #include "dump.h"
 #include "managed.h"
-#include "migrate.h"
-#include "relay.h"
+#include "move.h"
 #include "relayfile.h"
 #include "restore.h"
+#include "wrapper.h"
 #include "util.h"
 
 #define DEFAULT_TIMEOUT 30.0
@@ -81,7 +81,7 @@ static int bad_option(const char *cmd, int c, char **argv)
 
 /* dump's options and arguments, also migrate's (with --to). */
 static int parse_dump(int argc, char **argv, const char *cmd,
-		      struct migrate_opts *m)
+		      struct move_opts *m)
 {
 	static const struct option longopts[] = {
 		{ "criu", required_argument, NULL, OPT_CRIU },
@@ -147,7 +147,7 @@ static int parse_dump(int argc, char **argv, const char *cmd,
 
 static int run_dump(int argc, char **argv)
 {
-	struct migrate_opts m = { 0 };
+	struct move_opts m = { 0 };
 	int ret = parse_dump(argc, argv, "dump", &m);
 
 	return ret ? ret : dump_main(&m.dump);
@@ -155,10 +155,10 @@ static int run_dump(int argc, char **argv)
 
 static int run_migrate(int argc, char **argv)
 {
-	struct migrate_opts m = { 0 };
+	struct move_opts m = { 0 };
 	int ret = parse_dump(argc, argv, "migrate", &m);
 
-	return ret ? ret : migrate_main(&m);
+	return ret ? ret : move_main(&m);
 }
 
 static int run_restore(int argc, char **argv)
@@ -271,7 +271,7 @@ add:
 	if (optind >= argc)
 		return usage_error("run", "%s", "usage: rackckpt run [options] "
 				   "-- CMD [ARGS]");
-	relay_run(extra, nextra, lo, nlo, argv + optind);
+	wrapper_run(extra, nextra, lo, nlo, argv + optind);
 }
 
 static const struct subcommand subcommands[] = {

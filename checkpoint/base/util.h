@@ -52,6 +52,10 @@ int util_forward_signalfd(void);
  * message if it cannot be run. */
 void util_exec(char **cmd) __attribute__((noreturn));
 
+/* Exit as STATUS (a wait status) says: the same code, or the same signal
+ * (without a core dump), so that a launcher sees what ended the child. */
+void util_exit_like(int status) __attribute__((noreturn));
+
 double util_mono(void);			/* seconds, CLOCK_MONOTONIC */
 struct timespec util_realtime(void);	/* CLOCK_REALTIME */
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "relay.h"
+#include "wrapper.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,26 +69,6 @@ struct wrapper {
 	int status;		/* the child's wait status, once known */
 	double finish_deadline;
 };
-
-void relay_exit_like(int status)
-{
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		struct rlimit none = { 0, 0 };
-		sigset_t set;
-
-		/* The same signal, so that a launcher sees what killed the
-		 * child; never a core of the wrapper. */
-		setrlimit(RLIMIT_CORE, &none);
-		signal(sig, SIG_DFL);
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		raise(sig);
-		_exit(128 + sig);
-	}
-	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
-}
 
 static void remove_files(pid_t child)
 {
@@ -360,7 +340,7 @@ static void on_signal(struct wrapper *w)
 	}
 	/* The child is elsewhere: the wrapper ends as told. */
 	remove_files(w->child);
-	relay_exit_like((int)si.ssi_signo);
+	util_exit_like((int)si.ssi_signo);
 }
 
 /*
@@ -550,7 +530,7 @@ static void pick_loopback(struct wrapper *w, const char *const *names,
 	}
 }
 
-void relay_run(const int *extra, size_t nextra, const char *const *lo_names,
+void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
 	       size_t nlo, char **cmd)
 {
 	static struct wrapper w;
@@ -590,5 +570,5 @@ void relay_run(const int *extra, size_t nextra, const char *const *lo_names,
 	       (!outputs_done(&w) && util_mono() < w.finish_deadline))
 		step(&w);
 	remove_files(w.child);
-	relay_exit_like(w.status);
+	util_exit_like(w.status);
 }

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -260,6 +262,26 @@ bool util_parse_long(const char *s, long min, long max, long *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+void util_exit_like(int status)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		struct rlimit none = { 0, 0 };
+		sigset_t set;
+
+		/* The same signal, so that a launcher sees what killed the
+		 * child; never a core of the wrapper. */
+		setrlimit(RLIMIT_CORE, &none);
+		signal(sig, SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		_exit(128 + sig);
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 void util_exec(char **cmd)

@@ -5,7 +5,7 @@
  * and DIR a path both hosts see. The destination's rackd is asked first,
  * so that a host without one refuses the move before anything changed.
  */
-#include "migrate.h"
+#include "move.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,7 +43,7 @@ static bool shell_safe(const char *s)
 			       "0123456789/._-+:@,") == strlen(s);
 }
 
-int migrate_main(const struct migrate_opts *o)
+int move_main(const struct move_opts *o)
 {
 	char *sock = o->to_sock ? xasprintf("-S %s ", o->to_sock) : xstrdup("");
 	char *words;

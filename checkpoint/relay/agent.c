@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "pump.h"
-#include "relay.h"
 #include "util.h"
 
 /* After CMD ended: how long its last bytes may take to the wrapper. */
@@ -320,5 +319,5 @@ void agent_run(const struct agent_env *e, char **cmd)
 			deadline = util_mono() + DRAIN_MS / 1000.0;
 		}
 	}
-	relay_exit_like(status);
+	util_exit_like(status);
 }

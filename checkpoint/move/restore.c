@@ -19,7 +19,6 @@
 #include "image.h"
 #include "loaddr.h"
 #include "managed.h"
-#include "relay.h"
 #include "util.h"
 
 #define MAX_ADDED 64
