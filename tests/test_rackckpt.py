@@ -376,9 +376,11 @@ def test_relayed_child_moves_to_another_host(topo, tmpdir_path, relay_dir,
         # A's only IPv4 address is the listener's, which B will have on
         # its lo: the wrapper is reached at A's IPv6 address instead.
         assert f"relay_addr={topo.addr['a']['v6']}" in info
-        # CRIU's per-connection lock stays behind on A after the dump.
+        # CRIU's per-connection lock is gone from A: nothing outside the
+        # tree sends to its loopback pair or its listener.
         table = re.search(r"^criu_lock_table=(.*)$", info, re.M).group(1)
-        assert f"table {table}" in testbed.tables(topo.a)
+        assert "criu_lock_dropped=1" in info
+        assert f"table {table}" not in testbed.tables(topo.a)
         assert (target / "racks.state").read_text() == "racks-state 1\nend 0\n"
         for name in ("rackckpt.info", "racks.state"):
             assert (target / name).stat().st_mode & 0o777 == 0o600
@@ -838,3 +840,73 @@ def test_loopback_connection_follows_the_moved_child(topo, tmpdir_path,
                 continue
             if alive(p) and ("rackckpt" in cmdline or "RACKS_TEST_URI" in cmdline):
                 os.kill(p, signal.SIGKILL)
+
+
+def restored_kill(*pids, marks=("rackckpt", "RACKS_TEST_URI", "child.py")):
+    """Kill what a test restored (not our children), if still theirs."""
+    for p in pids:
+        try:
+            cmdline = Path(f"/proc/{p}/cmdline").read_text()
+        except FileNotFoundError:
+            continue
+        if alive(p) and any(m in cmdline for m in marks):
+            os.kill(p, signal.SIGKILL)
+
+
+def test_relayed_child_moves_again_and_back(topo, tmpdir_path, relay_dir):
+    """The loopback client under the agent moves A -> B, then B -> A: the
+    keeper of the first restore on B relays it and writes its relay file,
+    so the second dump finds the wrapper (on A) through it; B's keeper
+    then ends quietly, and the wrapper takes the connections of the
+    restore on A. Every round arrives in order, the half-close reaches
+    the server through the keeper on A (told first: eof=3), and the
+    server accepted one connection in all."""
+    need_criu()
+    rackd_a = topo.start_rackd("a")
+    rackd_b = topo.start_rackd("b")
+    server = topo.a.popen([testbed.PYTHON, "-c", LOOPBACK_SERVER])
+    port = int(testbed.read_line(server, 10, "the loopback server").split()[1])
+    rounds = 300
+    wrapper = topo.a.popen(
+        [RACKCKPT, "run", "--relay-loopback-env", "RACKS_TEST_URI", "--",
+         testbed.PYTHON, "-c", LOOPBACK_CLIENT, rounds], nsenter=True,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "RACKS_TEST_URI": f"7.0;tcp4://127.0.0.1:{port}"})
+    pid = int(testbed.read_line(wrapper, 10, "the child's first line").split()[1])
+    agent = int(Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children")
+                .read_text().split()[0])
+    lines = [testbed.read_line(wrapper, 10, "a tick") for _ in range(10)]
+    try:
+        hops = [(topo.a, rackd_a, topo.b, rackd_b), (topo.b, rackd_b, topo.a, rackd_a)]
+        for i, (src, rk_src, dst, rk_dst) in enumerate(hops):
+            target = tmpdir_path / f"ckpt{i}"
+            dump = rackckpt("-S", rk_src.sock, "dump", agent, target, ns=src)
+            assert dump.returncode == 0, dump.stderr
+            info = (target / "rackckpt.info").read_text()
+            # The wrapper stays on A: both dumps name A's address.
+            assert f"relay_addr={topo.addr['a']['v4']}\n" in info, info
+            testbed.wait_until(lambda: not any(Path(f"/proc/{p}").exists()
+                                               for p in (agent, pid)),
+                               5, "the dumped tree's pids")
+            restore = rackckpt("-S", rk_dst.sock, "restore", target, ns=dst)
+            assert restore.returncode == 0, restore.stderr
+            assert netns_of(agent) == os.stat(f"/run/netns/{dst.name}").st_ino
+            # The keeper writes the relay file once CRIU is done.
+            relay = relay_dir / str(agent)
+            testbed.wait_until(lambda: relay.exists() and
+                               f"addr={topo.addr['a']['v4']}\n" in
+                               relay.read_text(), 5, "the keeper's relay file")
+            lines += [testbed.read_line(wrapper, 10, "a tick") for _ in range(10)]
+        while True:
+            try:
+                lines.append(testbed.read_line(wrapper, 20, "a tick"))
+            except testbed.TestbedError:
+                break
+        assert wrapper.wait(10) == 6, wrapper.stderr.read()
+        assert lines == [f"tick {i}" for i in range(rounds)] + \
+            [f"total {rounds} conn 1"]
+        # Every relayer cleaned up after itself.
+        testbed.wait_until(lambda: not list(relay_dir.iterdir()), 5,
+                           "the relay files to go")
+    finally:
+        restored_kill(agent, pid)

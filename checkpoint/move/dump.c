@@ -20,6 +20,7 @@
 #include "criu.h"
 #include "image.h"
 #include "managed.h"
+#include "nftable.h"
 #include "procsock.h"
 #include "relayfile.h"
 #include "util.h"
@@ -37,6 +38,7 @@ struct dump {
 	char relay_addr[ADDR_STRLEN];
 	bool made_dir, exported_done;
 	size_t unacked;			/* peers not holding their socket */
+	size_t unmanaged;		/* lost (--allow-unmanaged) */
 	struct timespec started;
 	double t0;
 	struct image_kv info;
@@ -187,6 +189,7 @@ static int classify(struct dump *d)
 			 "--allow-unmanaged dumps anyway and loses them)");
 		return -EPERM;
 	}
+	d->unmanaged = unmanaged;
 	if (unmanaged)
 		util_err("--allow-unmanaged: the %zu connection(s) above will "
 			 "be lost: their peers will see them reset or hang",
@@ -284,6 +287,21 @@ static int check_relay(struct dump *d)
 		}
 	}
 	d->has_relay = true;
+	/* Restored here by an earlier move: the wrapper is where it was. */
+	if (d->relay.addr[0] && !d->o->relay_addr) {
+		struct endpoint e;
+		bool has_port;
+
+		if (endpoint_parse(d->relay.addr, &e, &has_port) || has_port ||
+		    tree_uses(d, &e.addr)) {
+			util_err("the wrapper's address %s (from the relay file "
+				 "of process %d) cannot be used: name one with "
+				 "--relay-addr", d->relay.addr, (int)d->o->pid);
+			return -EINVAL;
+		}
+		addr_format(&e.addr, d->relay_addr, sizeof(d->relay_addr));
+		return 0;
+	}
 	return pick_relay_addr(d);
 }
 
@@ -395,35 +413,32 @@ static void note_criu_run(struct dump *d, const char *log)
  * CRIU leaves its network lock table after a successful dump, dropping
  * everything to and from the dumped connections' old endpoints so that
  * no RST answers a peer. Every peer that confirmed the export holds its
- * socket and sends nothing there, so the table goes; if one did not, it
- * stays (named in rackckpt.info) until its peer has moved on.
+ * socket and sends nothing there, and nothing outside the tree sends to
+ * its loopback pairs, so the table goes (a restore on this host would
+ * need it gone). It stays, named in rackckpt.info, while a peer may
+ * still send there: one that did not confirm, or an unmanaged
+ * connection's, whose segments would draw resets; a restore of this
+ * checkpoint here removes it.
  */
 static void drop_criu_lock(struct dump *d)
 {
 	const char *table = image_kv_get(&d->info, "criu_lock_table");
-	char *argv[] = { "nft", "delete", "table", NULL, NULL, NULL };
-	int status;
-	pid_t pid;
+	char err[256];
+	int ret;
 
-	if (!table || !d->nids)
+	if (!table)
 		return;
-	if (d->unacked) {
-		util_info("CRIU's network lock (table %s) stays: not every "
-			  "peer confirmed the export; delete it once they "
-			  "reconnected", table);
+	if (d->unacked || d->unmanaged) {
+		util_info("CRIU's network lock (table %s) stays: %s", table,
+			  d->unacked ? "not every peer confirmed the export; "
+			  "delete it once they reconnected" :
+			  "the lost connections' peers would see resets");
 		return;
 	}
-	argv[3] = "inet";
-	argv[4] = (char *)table + strlen("inet ");
-	pid = fork();
-	if (pid == 0) {
-		execvp("nft", argv);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) < 0 ||
-	    !WIFEXITED(status) || WEXITSTATUS(status))
-		util_err("could not delete CRIU's network lock (table %s)",
-			 table);
+	ret = nftable_delete(table, err, sizeof(err));
+	if (ret && ret != -ENOENT)
+		util_err("could not delete CRIU's network lock (table %s): %s",
+			 table, err);
 	else
 		image_kv_add(&d->info, "criu_lock_dropped", "1");
 }

@@ -19,6 +19,7 @@
 #include "image.h"
 #include "loaddr.h"
 #include "managed.h"
+#include "nftable.h"
 #include "util.h"
 
 #define MAX_ADDED 64
@@ -201,6 +202,26 @@ static void undo(struct restore *r)
 				 addr_format(&r->added[i], a, sizeof(a)));
 }
 
+/* The dump's network lock is still here when it was dumped on this host
+ * (rackckpt.info names it, not dropped): its connections flow here again
+ * only without it. */
+static void drop_criu_lock(const struct restore *r)
+{
+	const char *table = image_kv_get(&r->info, "criu_lock_table");
+	char err[256];
+	int ret;
+
+	if (!table || image_kv_get(&r->info, "criu_lock_dropped"))
+		return;
+	ret = nftable_delete(table, err, sizeof(err));
+	if (ret == 0)
+		util_debug("CRIU's network lock (table %s) of the dump removed",
+			   table);
+	else if (ret != -ENOENT)
+		util_err("could not delete CRIU's network lock (table %s): %s",
+			 table, err);
+}
+
 /* criu restore -d; 0 when the tree runs. */
 static int run_criu(struct restore *r)
 {
@@ -314,6 +335,22 @@ static int report_end(struct restore *r, int status)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* Relay for the restored tree until it ends (or is dumped again, which
+ * its relay file, written here, makes possible); its wait status. */
+static int keep(struct restore *r, bool *moved)
+{
+	bool again;
+	int ret = r->has_relay ? bridge_publish(&r->bridge, r->root) : 0;
+
+	if (ret)
+		util_err("cannot write the relay file of process %d: %s (it "
+			 "cannot move again)", (int)r->root, strerror(-ret));
+	ret = bridge_keep(&r->bridge, r->root, &again);
+	if (moved)
+		*moved = again;
+	return ret;
+}
+
 /*
  * Without --wait but with a wrapper to relay for: a keeper process, the
  * restored tree's subreaper, stays behind to relay and to report the
@@ -339,7 +376,7 @@ static void keeper(struct restore *r, int result)
 		_exit(1);
 	close(result);
 	bridge_close_child_ends(&r->bridge);
-	bridge_keep(&r->bridge, r->root);
+	keep(r, NULL);
 	_exit(0);
 }
 
@@ -406,6 +443,8 @@ int restore_main(const struct restore_opts *o)
 	ret = import_conns(&r);
 	if (!ret)
 		ret = add_addresses(&r);
+	if (!ret)
+		drop_criu_lock(&r);
 	if (!ret) {
 		if (o->wait) {
 			/* The restored tree becomes our child when CRIU,
@@ -428,8 +467,14 @@ int restore_main(const struct restore_opts *o)
 	if (!ret)
 		ret = wait_connected(&r);
 	if (!ret && o->wait) {
-		status = bridge_keep(&r.bridge, r.root);
-		code = report_end(&r, status);
+		bool moved;
+
+		status = keep(&r, &moved);
+		if (moved)
+			printf("process %d was dumped again: it goes on "
+			       "elsewhere\n", (int)r.root);
+		else
+			code = report_end(&r, status);
 	}
 	goto out;
 refuse:

@@ -113,7 +113,9 @@ int bridge_connect(struct bridge *b, char *err, size_t errlen)
 		/* CRIU finds the descriptor by the old socket's name. */
 		c->inherit = xasprintf("fd[%d]:socket:[%lu]", c->child_end,
 				       c->ino);
-		pump_init(&c->up, c->local, c->tcp, true);
+		/* The child's end of writing is passed on by bridge_keep(),
+		 * once told to the wrapper. */
+		pump_init(&c->up, c->local, c->tcp, false);
 		pump_init(&c->down, c->tcp, c->local, true);
 	}
 	return 0;
@@ -136,34 +138,80 @@ static bool all_up_done(const struct bridge *b)
 	return true;
 }
 
+/* One hello line (WHAT) on a connection of its own: how the child
+ * ended, or the end of its writing on a descriptor. */
+static int tell(struct bridge *b, const char *what)
+{
+	char err[256];
+	int fd = dial(b, err, sizeof(err));
+
+	if (fd >= 0 && relayfile_hello(fd, b->token, what, CONNECT_TIMEOUT_MS,
+				       err, sizeof(err)) == 0) {
+		close(fd);
+		return 0;
+	}
+	util_err("could not tell the wrapper %s: %s", what, err);
+	if (fd >= 0)
+		close(fd);
+	return -EIO;
+}
+
 /* Last word to the wrapper: how the child ended. */
 static void report(struct bridge *b, int status)
 {
-	char what[32], err[256];
-	int fd;
+	char what[32];
 
 	if (WIFSIGNALED(status))
 		snprintf(what, sizeof(what), "signal=%d", WTERMSIG(status));
 	else
 		snprintf(what, sizeof(what), "exit=%d",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : 1);
-	fd = dial(b, err, sizeof(err));
-	if (fd < 0 || relayfile_hello(fd, b->token, what, CONNECT_TIMEOUT_MS,
-				      err, sizeof(err)))
-		util_err("could not tell the wrapper that the child ended "
-			 "(%s): %s", what, err);
-	if (fd >= 0)
-		close(fd);
+	tell(b, what);
 }
 
-int bridge_keep(struct bridge *b, pid_t root)
+int bridge_publish(const struct bridge *b, pid_t root)
+{
+	struct relay_info ri = { .wrapper = getpid(), .port = b->port };
+
+	snprintf(ri.addr, sizeof(ri.addr), "%s", b->addr);
+	memcpy(ri.token, b->token, sizeof(ri.token));
+	for (size_t i = 0; i < b->n; i++)
+		ri.fds[ri.nfds++].fd = b->c[i].fd;
+	return relayfile_write(root, &ri);
+}
+
+/* The child ended its writing on C's descriptor: unless a dump took it,
+ * the wrapper is told first, then the connection is half-closed. */
+static void child_eof(struct bridge *b, struct bridge_chan *c, pid_t root)
+{
+	char what[32];
+
+	c->eof_sent = true;
+	if (relayfile_moving(root))
+		return;
+	snprintf(what, sizeof(what), "eof=%d", c->fd);
+	if (tell(b, what) == 0)
+		shutdown(c->tcp, SHUT_WR);
+}
+
+/* ROOT has ended: was it dumped (0: not yet known, 1: yes, -1: no)? */
+static int dumped(pid_t root)
+{
+	if (relayfile_exists(root, ".moved"))
+		return 1;
+	return relayfile_exists(root, ".moving") ? 0 : -1;
+}
+
+int bridge_keep(struct bridge *b, pid_t root, bool *moved)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, root, 0);
 	double deadline = 0;
 	bool ended = false;
-	int status = 0;
+	int status = 0, verdict = -1;
 
-	while (!ended || (!all_up_done(b) && util_mono() < deadline)) {
+	*moved = false;
+	while (!ended || verdict == 0 ||
+	       (!all_up_done(b) && util_mono() < deadline)) {
 		struct pollfd fds[4 * RELAY_MAX_FDS + 1];
 		size_t n = 0;
 
@@ -177,8 +225,12 @@ int bridge_keep(struct bridge *b, pid_t root)
 		    errno != EINTR)
 			break;
 		for (size_t i = 0; i < b->n; i++) {
-			pump_run(&b->c[i].up, fds);
-			pump_run(&b->c[i].down, fds);
+			struct bridge_chan *c = &b->c[i];
+
+			pump_run(&c->up, fds);
+			pump_run(&c->down, fds);
+			if (!c->eof_sent && pump_done(&c->up))
+				child_eof(b, c, root);
 		}
 		/* Orphans of the restored tree are ours to reap too. */
 		for (;;) {
@@ -200,6 +252,10 @@ int bridge_keep(struct bridge *b, pid_t root)
 				break;
 			}
 		}
+		/* A dump kills the tree only once it has succeeded; it
+		 * renames .moving to .moved right after. */
+		if (ended)
+			verdict = dumped(root);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
@@ -208,6 +264,12 @@ int bridge_keep(struct bridge *b, pid_t root)
 		close(b->c[i].local);
 		b->c[i].tcp = b->c[i].local = -1;
 	}
+	if (verdict > 0) {
+		*moved = true;
+		relayfile_remove(root, getpid());
+		return status;
+	}
+	relayfile_remove(root, getpid());
 	if (b->n)
 		report(b, status);
 	return status;

@@ -12,6 +12,7 @@
 #ifndef RACKCKPT_BRIDGE_H
 #define RACKCKPT_BRIDGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,6 +27,7 @@ struct bridge_chan {
 	int local;		/* our end of the socketpair */
 	int child_end;		/* the child's end, until CRIU has it */
 	char *inherit;		/* "fd[N]:socket:[INO]" */
+	bool eof_sent;		/* the child's end of writing is handled */
 	struct pump up;		/* child -> wrapper */
 	struct pump down;	/* wrapper -> child */
 };
@@ -45,11 +47,19 @@ int bridge_from_info(struct bridge *b, const struct image_kv *info,
 int bridge_connect(struct bridge *b, char *err, size_t errlen);
 /* Close the child's ends (CRIU has its copies). */
 void bridge_close_child_ends(struct bridge *b);
+/* Write the relay file of ROOT, restored here, for its next dump: the
+ * wrapper's address, port and token, and the relayed descriptors. */
+int bridge_publish(const struct bridge *b, pid_t root);
 /*
  * Relay until ROOT (a child of ours) has ended and its last bytes are
- * through, then tell the wrapper how it ended. Returns ROOT's wait status.
+ * through, then tell the wrapper how it ended; returns ROOT's wait
+ * status. An end of the child's writing on a descriptor is announced to
+ * the wrapper (eof=FD) before it is passed on. A ROOT dumped again here
+ * (the dump's .moving/.moved markers) ends quietly instead: *MOVED is
+ * set, the connections are closed without a word, and the next restore
+ * reconnects.
  */
-int bridge_keep(struct bridge *b, pid_t root);
+int bridge_keep(struct bridge *b, pid_t root, bool *moved);
 void bridge_free(struct bridge *b);
 
 #endif

@@ -57,8 +57,10 @@ int relayfile_write(pid_t child, const struct relay_info *ri)
 	f = open_memstream(&text, &len);
 	if (!f)
 		return -ENOMEM;
-	fprintf(f, "racks-relay 1\nwrapper=%d\nport=%d\ntoken=%s\n",
-		(int)ri->wrapper, ri->port, ri->token);
+	fprintf(f, "racks-relay 1\nwrapper=%d\n", (int)ri->wrapper);
+	if (ri->addr[0])
+		fprintf(f, "addr=%s\n", ri->addr);
+	fprintf(f, "port=%d\ntoken=%s\n", ri->port, ri->token);
 	for (size_t i = 0; i < ri->nfds; i++)
 		fprintf(f, "relay=%d socket\n", ri->fds[i].fd);
 	if (fclose(f))
@@ -68,6 +70,40 @@ int relayfile_write(pid_t child, const struct relay_info *ri)
 	free(path);
 	free(text);
 	return ret;
+}
+
+void relayfile_remove(pid_t child, pid_t owner)
+{
+	static const char *const markers[] = { ".moving", ".moved" };
+	struct relay_info ri;
+	char err[256], *p;
+
+	if (relayfile_read(child, &ri, err, sizeof(err)) == 0 &&
+	    ri.wrapper == owner) {
+		p = relayfile_path(child, "");
+		unlink(p);
+		free(p);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		p = relayfile_path(child, markers[i]);
+		unlink(p);
+		free(p);
+	}
+}
+
+bool relayfile_exists(pid_t child, const char *suffix)
+{
+	char *p = relayfile_path(child, suffix);
+	bool ok = access(p, F_OK) == 0;
+
+	free(p);
+	return ok;
+}
+
+bool relayfile_moving(pid_t child)
+{
+	return relayfile_exists(child, ".moving") ||
+	       relayfile_exists(child, ".moved");
 }
 
 int relayfile_read(pid_t child, struct relay_info *ri, char *err,
@@ -97,6 +133,9 @@ int relayfile_read(pid_t child, struct relay_info *ri, char *err,
 		else if (strncmp(line, "wrapper=", 8) == 0 &&
 			 util_parse_long(line + 8, 1, 0x7fffffff, &v))
 			ri->wrapper = (pid_t)v;
+		else if (strncmp(line, "addr=", 5) == 0 && line[5] &&
+			 strlen(line + 5) < sizeof(ri->addr))
+			memcpy(ri->addr, line + 5, strlen(line + 5) + 1);
 		else if (strncmp(line, "port=", 5) == 0 &&
 			 util_parse_long(line + 5, 1, 65535, &v))
 			ri->port = (int)v;

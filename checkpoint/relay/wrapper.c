@@ -42,6 +42,11 @@ struct relayed {
 	int local;		/* wrapper's end of the child's socketpair */
 	int remote;		/* connection from the child's new host */
 	bool to_child, from_child;
+	/* The child's host said that REMOTE's end is the child's (a
+	 * half-close, its exit): passed on. Any other end of REMOTE (that
+	 * host dumped the child again, or died) is not: REMOTE is let go
+	 * and the next restore's connection takes over. */
+	bool eof_told;
 	/* A loopback channel of the agent: ORIG is a connection to its
 	 * real server, opened when the first bytes come from the agent. */
 	const struct agent_chan *lo;
@@ -69,27 +74,6 @@ struct wrapper {
 	int status;		/* the child's wait status, once known */
 	double finish_deadline;
 };
-
-static void remove_files(pid_t child)
-{
-	static const char *const suffixes[] = { "", ".moving", ".moved" };
-
-	for (size_t i = 0; i < 3; i++) {
-		char *p = relayfile_path(child, suffixes[i]);
-
-		unlink(p);
-		free(p);
-	}
-}
-
-static bool file_exists(pid_t child, const char *suffix)
-{
-	char *p = relayfile_path(child, suffix);
-	bool ok = access(p, F_OK) == 0;
-
-	free(p);
-	return ok;
-}
 
 static int listen_any(int *port)
 {
@@ -190,10 +174,24 @@ static void answer(int fd, const char *text)
 	(void)n;	/* a client that went away learns nothing more */
 }
 
+/* Let go of R's connection to the child's former host. */
+static void leave(struct relayed *r)
+{
+	if (r->out.src == r->remote) {
+		pump_set_src(&r->out, -1);
+		r->out.src_eof = false;
+	}
+	if (r->in.dst == r->remote)
+		pump_set_dst(&r->in, -1);
+	close(r->remote);
+	r->remote = -1;
+	r->eof_told = false;
+}
+
 static void attach_remote(struct wrapper *w, struct relayed *r, int fd)
 {
 	if (r->remote >= 0)
-		close(r->remote);	/* a newer restore replaces it */
+		leave(r);	/* a newer restore replaces it */
 	r->remote = fd;
 	if (r->to_child)
 		pump_set_dst(&r->in, fd);
@@ -228,6 +226,19 @@ static int hello(struct wrapper *w, struct pending *p)
 				continue;
 			answer(p->fd, "ok\n");
 			attach_remote(w, &w->r[i], p->fd);
+			return 0;
+		}
+		answer(p->fd, "error no such relayed descriptor\n");
+		return -ENOENT;
+	}
+	if (sscanf(what, "eof=%d", &v) == 1) {
+		for (size_t i = 0; i < w->n; i++) {
+			if (w->r[i].fd != v || w->r[i].remote < 0)
+				continue;
+			/* Its end, when it comes, is the child's own. */
+			w->r[i].eof_told = true;
+			answer(p->fd, "ok\n");
+			close(p->fd);
 			return 0;
 		}
 		answer(p->fd, "error no such relayed descriptor\n");
@@ -289,7 +300,7 @@ static void child_ended(struct wrapper *w, int status)
 	for (size_t i = 0; i < w->n; i++)
 		if (w->r[i].to_child)
 			pump_set_dst(&w->r[i].in, -1);
-	if (file_exists(w->child, ".moving") || file_exists(w->child, ".moved")) {
+	if (relayfile_moving(w->child)) {
 		w->state = W_MOVING;
 		return;
 	}
@@ -314,10 +325,16 @@ static void reap(struct wrapper *w)
 
 static void check_moving(struct wrapper *w)
 {
-	if (file_exists(w->child, ".moved")) {
+	if (relayfile_exists(w->child, ".moved")) {
+		char *p = relayfile_path(w->child, ".moved");
+
 		w->state = W_MOVED;
+		/* Consumed: where hosts share RELAY_DIR, a later relayer of
+		 * the same pid must not take it for a dump of its own. */
+		unlink(p);
+		free(p);
 		util_debug("child %d moved; relaying for it", (int)w->child);
-	} else if (!file_exists(w->child, ".moving")) {
+	} else if (!relayfile_exists(w->child, ".moving")) {
 		/* The dump failed after the child died: a real death. */
 		w->state = W_FINISHING;
 		w->finish_deadline = util_mono() + DRAIN_MS / 1000.0;
@@ -339,7 +356,7 @@ static void on_signal(struct wrapper *w)
 		return;
 	}
 	/* The child is elsewhere: the wrapper ends as told. */
-	remove_files(w->child);
+	relayfile_remove(w->child, getpid());
 	util_exit_like((int)si.ssi_signo);
 }
 
@@ -352,11 +369,10 @@ static void loopback_before(struct wrapper *w, struct relayed *r,
 			    const struct pollfd *fds)
 {
 	if (r->out.src == r->remote && r->remote >= 0)
-		r->out.shut_on_eof = true;
+		r->out.shut_on_eof = r->eof_told;
 	else if (r->out.rd_idx >= 0 && fds[r->out.rd_idx].revents)
 		r->out.shut_on_eof = w->state == W_RUNNING &&
-				     !file_exists(w->child, ".moving") &&
-				     !file_exists(w->child, ".moved");
+				     !relayfile_moving(w->child);
 }
 
 /* The first bytes for a loopback channel's server: connect to it. */
@@ -427,6 +443,10 @@ static void step(struct wrapper *w)
 		pump_run(&r->out, fds);
 		if (r->lo && r->orig < 0 && r->out.len > r->out.off)
 			loopback_dial(r);
+		/* The child's host is no longer there for it. */
+		if (r->remote >= 0 && r->out.src == r->remote &&
+		    r->out.src_eof && !(r->lo && r->eof_told))
+			leave(r);
 		/* The dead child's socket is read to its end, then let go. */
 		if (r->local >= 0 && r->out.src == r->local &&
 		    r->out.src_eof && w->state != W_RUNNING) {
@@ -569,6 +589,6 @@ void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
 	while (w.state != W_FINISHING ||
 	       (!outputs_done(&w) && util_mono() < w.finish_deadline))
 		step(&w);
-	remove_files(w.child);
+	relayfile_remove(w.child, getpid());
 	util_exit_like(w.status);
 }
