@@ -22,7 +22,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 RACKD_DIRS := rackd/io rackd/core rackd/engine rackd/persist rackd/ctl
 # rackckpt's layers, lowest first (checkpoint/README.md; make check-layers).
 CKPT_DIRS := checkpoint/base checkpoint/proc checkpoint/state \
-	checkpoint/relay checkpoint/move checkpoint/cli
+	checkpoint/relay checkpoint/move checkpoint/job checkpoint/cli
 INCLUDES := -Icommon $(addprefix -I,$(RACKD_DIRS)) -Inft -Iedp
 # rackckpt's objects see common/ and its own folders only: rackd's
 # headers are not theirs (and share some of their names).

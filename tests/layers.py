@@ -63,8 +63,11 @@ RACKCKPT_LAYERS = [
      "the relay: byte pumps, the wrapper of `run`, the loopback agent, "
      "the destination's bridge, the relay file and hello lines"),
     ("move", ["checkpoint/move"],
-     "one process tree: dump, restore, a destination's checks, move "
-     "through a command prefix"),
+     "process trees: dump, restore (one, or a group), a node's checks "
+     "(probe), clean-ups after a move, move through a command prefix"),
+    ("job", ["checkpoint/job"],
+     "MPI jobs: mpirun and the job's controller, the ranks' enlistment, "
+     "requests to the controller, remote steps, plans, the mover"),
     ("cli", ["checkpoint/cli"],
      "the command line: subcommand table, options, output"),
 ]

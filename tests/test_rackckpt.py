@@ -126,18 +126,21 @@ def relay_dir(tmpdir_path, monkeypatch):
 
 def test_help_lists_commands_and_the_man_page_documents_every_option():
     proc = rackckpt("--help", check=True)
-    for cmd in ("dump", "restore", "run", "migrate"):
+    for cmd in ("mpirun", "jobs", "migrate", "evacuate", "dump", "restore",
+                "move", "run", "probe", "unlock", "abort"):
         assert re.search(rf"^  {cmd} ", proc.stdout, re.M), proc.stdout
     options = set(re.findall(r"--([a-z][a-z-]+)", proc.stdout))
     assert {"criu", "allow-unmanaged", "wait", "timeout", "relay-fd",
             "relay-env", "relay-loopback-env", "relay-addr", "socket", "to",
-            "to-socket"} <= options
+            "to-socket", "with", "openmpi", "trees", "pids", "json", "keep",
+            "job", "ckpt-dir", "mpirun"} <= options
     page = MAN.read_text()
     documented = {o.replace("\\-", "-") for o in
                   re.findall(r"Fl \\-((?:[a-z]|\\-)+)", page)}
     assert options <= documented, options - documented
     assert set(re.findall(r"^\.It Cm (\w+)", page, re.M)) >= {
-        "dump", "restore", "run", "migrate", "help"}
+        "mpirun", "jobs", "migrate", "evacuate", "dump", "restore", "move",
+        "run", "probe", "unlock", "abort", "help"}
 
 
 def test_man_page_is_lint_clean():
@@ -161,9 +164,26 @@ def test_man_page_is_lint_clean():
     (["run", "--relay-loopback-env", "X=1", "--", "true"],
      "--relay-loopback-env needs a variable name"),
     (["frobnicate"], "unknown command 'frobnicate'"),
-    (["migrate", "1", "/tmp/d"], "migrate needs --to CMD"),
-    (["dump", "--to", "ssh c", "1", "/tmp/d"], "options of migrate"),
-    (["migrate", "--to", "true", "1", "/tmp/a dir"], "paths may only hold"),
+    (["move", "1", "/tmp/d"], "move needs --to CMD"),
+    (["dump", "--to", "ssh c", "1", "/tmp/d"], "options of move"),
+    (["move", "--to", "true", "1", "/tmp/a dir"], "paths may only hold"),
+    (["dump", "--with", "1x", "2", "/tmp/d"], "--with needs process ids"),
+    (["restore", "--wait", "/tmp/a", "/tmp/b"], "--wait takes one DIR"),
+    (["probe", "--pids", "12", ], "--pids needs PID:START"),
+    (["probe", "--trees", "a,b"], "--trees needs process ids"),
+    (["unlock"], "usage: rackckpt unlock DIR..."),
+    (["abort"], "usage: rackckpt abort DIR..."),
+    (["mpirun"], "usage: rackckpt mpirun"),
+    (["mpirun", "--ckpt-dir"], "option --ckpt-dir needs an argument"),
+    (["jobs", "x"], "usage: rackckpt jobs"),
+    (["migrate", "1", "0"], "usage: rackckpt migrate"),
+    (["migrate", "one", "0", "--to", "c"], "JOB must be a job number"),
+    (["migrate", "1", "x", "--to", "c"], "RANK must be rank numbers"),
+    (["migrate", "1", "0", "--to", "c", "--to", "d"], "one destination"),
+    (["migrate", "1", "0", "--to", "c", "--timeout", "0"], "--timeout needs"),
+    (["migrate", "--job", "1", "1", "0", "--to", "c"], "--job needs"),
+    (["evacuate", "c"], "usage: rackckpt evacuate"),
+    (["evacuate", "--job", "x", "a", "--to", "c"], "--job needs a job"),
 ])
 def test_bad_usage_is_exit_2_with_a_message(args, message):
     proc = rackckpt(*args)
@@ -574,7 +594,8 @@ def test_dump_and_restore_hand_connections_to_rackd(topo, tmpdir_path):
         proc = rackckpt("-S", fake_b.sock.getsockname(), "restore", target,
                         ns=topo.b)
         assert proc.returncode == 1
-        assert "CRIU restore failed" in proc.stderr
+        assert "CRIU restore of " in proc.stderr and " failed (exited 1)" \
+            in proc.stderr
         assert "--- last lines of" in proc.stderr
         assert fake_b.requests == [("status", []), ("import", [("state", line)]),
                                    ("release", [("id", "100")])]
@@ -585,9 +606,9 @@ def test_dump_and_restore_hand_connections_to_rackd(topo, tmpdir_path):
         proc = rackckpt("-S", fake_b.sock.getsockname(), "restore", target,
                         ns=topo.b)
         assert proc.returncode == 0, proc.stderr
-        assert re.match(r"1 connection\(s\) connected again \d+\.\d{3} s after "
-                        r"the dump started \(restore took \d+\.\d{3} s\)",
-                        proc.stdout), proc.stdout
+        assert re.search(r"^process \d+: 1 connection\(s\) connected again "
+                         r"\d+\.\d{3} s after the dump started \(restore "
+                         r"took \d+\.\d{3} s\)$", proc.stdout, re.M), proc.stdout
         assert fake_b.requests == [("status", []), ("import", [("state", line)]),
                                    ("restored", [("id", "100")]),
                                    ("show", [("id", "100")])]
@@ -652,7 +673,7 @@ def netns_of(pid):
 
 
 def test_migrate_checks_the_destination_then_moves(topo, tmpdir_path):
-    """migrate refuses a destination without rackd, changing nothing; with
+    """move refuses a destination without rackd, changing nothing; with
     one, the process ends up running in B's namespace."""
     need_criu()
     rackd_a = topo.start_rackd("a")
@@ -669,14 +690,14 @@ def test_migrate_checks_the_destination_then_moves(topo, tmpdir_path):
     to = " ".join(topo.b.exec_prefix(nsenter=True))
     env = {**os.environ, "PATH": f"{Path(RACKCKPT).parent}:{os.environ['PATH']}"}
     try:
-        proc = rackckpt("-S", rackd_a.sock, "migrate", "--to", to,
+        proc = rackckpt("-S", rackd_a.sock, "move", "--to", to,
                         "--to-socket", tmpdir_path / "none.sock", pid,
                         target, ns=topo.a, env=env)
         assert proc.returncode == 1
         assert "the destination has no rackd answering" in proc.stderr
         assert alive(pid) and not target.exists()
         rackd_b = topo.start_rackd("b")
-        proc = rackckpt("-S", rackd_a.sock, "migrate", "--to", to,
+        proc = rackckpt("-S", rackd_a.sock, "move", "--to", to,
                         "--to-socket", rackd_b.sock, pid, target,
                         ns=topo.a, env=env)
         assert proc.returncode == 0, proc.stderr

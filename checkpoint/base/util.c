@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -221,6 +223,36 @@ void util_print_tail(const char *path, int n)
 		l += ll + (nl ? 1 : 0);
 	}
 	free(buf);
+}
+
+int util_listen_any(int *port)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd, off = 0;
+
+	/* One dual-stack socket on every address; IPv4 only without v6. */
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
+				   sizeof(off)) < 0 ||
+			bind(fd, (struct sockaddr *)&a6, sizeof(a6)) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&a4, sizeof(a4)) < 0)
+			return -errno;
+	}
+	if (listen(fd, 16) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	*port = ntohs(ss.ss_family == AF_INET6 ?
+		      ((struct sockaddr_in6 *)&ss)->sin6_port :
+		      ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
 }
 
 double util_mono(void)

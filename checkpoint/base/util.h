@@ -56,6 +56,10 @@ void util_exec(char **cmd) __attribute__((noreturn));
  * (without a core dump), so that a launcher sees what ended the child. */
 void util_exit_like(int status) __attribute__((noreturn));
 
+/* A TCP socket listening on every address (dual stack; IPv4 only
+ * without IPv6), non-blocking, at an ephemeral port (*PORT); or -errno. */
+int util_listen_any(int *port);
+
 double util_mono(void);			/* seconds, CLOCK_MONOTONIC */
 struct timespec util_realtime(void);	/* CLOCK_REALTIME */
 

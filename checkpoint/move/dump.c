@@ -19,8 +19,10 @@
 
 #include "criu.h"
 #include "image.h"
+#include "loaddr.h"
 #include "managed.h"
 #include "nftable.h"
+#include "pinfo.h"
 #include "procsock.h"
 #include "relayfile.h"
 #include "util.h"
@@ -39,50 +41,25 @@ struct dump {
 	bool made_dir, exported_done;
 	size_t unacked;			/* peers not holding their socket */
 	size_t unmanaged;		/* lost (--allow-unmanaged) */
+	struct procsock_set *with;	/* the --with trees */
+	bool *along;			/* socks[i] ends in one of them */
+	size_t nalong;
 	struct timespec started;
 	double t0;
 	struct image_kv info;
 };
 
-static bool same_ns(pid_t pid, const char *ns)
-{
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
-	if (stat(path, &a) < 0)
-		return true;	/* no such namespace type here: nothing differs */
-	snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
-	return stat(path, &b) < 0 || (a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-}
-
-/* Session and controlling terminal of PID from /proc/PID/stat. */
-static int read_stat(pid_t pid, int *sid, int *tty)
-{
-	char path[64], *text, *p;
-	int ret = -ESRCH;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	text = util_read_file(path, NULL);
-	if (!text)
-		return ret;
-	/* "pid (comm) state ppid pgrp session tty_nr ...": comm may hold
-	 * anything, so fields count from its last ')'. */
-	p = strrchr(text, ')');
-	if (p && sscanf(p + 1, " %*c %*d %*d %d %d", sid, tty) == 2)
-		ret = 0;
-	free(text);
-	return ret;
-}
-
 static int check_process(pid_t pid)
 {
+	struct pinfo pi;
 	int sid, tty;
 
-	if (pid <= 1 || read_stat(pid, &sid, &tty) < 0) {
+	if (pid <= 1 || pinfo_read(pid, &pi) < 0) {
 		util_err("%d is not a process", (int)pid);
 		return -ESRCH;
 	}
+	sid = pi.sid;
+	tty = pi.tty;
 	if (pid == getpid()) {
 		util_err("rackckpt cannot checkpoint itself");
 		return -EINVAL;
@@ -101,13 +78,13 @@ static int check_process(pid_t pid)
 		return -EINVAL;
 	}
 	/* CRIU's network lock and rackd are those of our namespace. */
-	if (!same_ns(pid, "net")) {
+	if (!pinfo_same_ns(pid, "net")) {
 		util_err("process %d is in another network namespace: run "
 			 "rackckpt in it (nsenter --net=... rackckpt dump)",
 			 (int)pid);
 		return -EXDEV;
 	}
-	if (!same_ns(pid, "mnt")) {
+	if (!pinfo_same_ns(pid, "mnt")) {
 		util_err("process %d is in another mount namespace, which CRIU "
 			 "will not dump (started with 'ip netns exec'? start it "
 			 "with 'nsenter --net=...' instead)", (int)pid);
@@ -129,8 +106,17 @@ static int check_dir(const char *dir)
 			util_err("cannot use %s: %s", dir, strerror(errno));
 			return -errno;
 		}
+		/* Missing parents are made too: the nearest one that
+		 * exists must let us. */
 		copy = xstrdup(dir);
-		if (access(dirname(copy), W_OK | X_OK) < 0) {
+		do {
+			char *up = xstrdup(dirname(copy));
+
+			free(copy);
+			copy = up;
+		} while (access(copy, F_OK) < 0 && errno == ENOENT &&
+			 strcmp(copy, "/") && strcmp(copy, "."));
+		if (access(copy, W_OK | X_OK) < 0) {
 			ret = -errno;
 			util_err("cannot create %s: %s", dir, strerror(errno));
 		}
@@ -154,12 +140,44 @@ static const char *ep_str(const struct endpoint *e, char *buf, size_t len)
 }
 
 /* Sort the tree's network connections into managed and not. */
+/* Whether S's other end is a socket of a --with tree. */
+static bool moves_along(const struct dump *d, const struct procsock *s)
+{
+	for (size_t k = 0; k < d->o->nwith; k++)
+		for (size_t j = 0; j < d->with[k].n; j++)
+			if (endpoint_equal(&d->with[k].socks[j].local, &s->remote) &&
+			    endpoint_equal(&d->with[k].socks[j].remote, &s->local))
+				return true;
+	return false;
+}
+
+/* The --with trees: processes of this namespace, other than PID's tree. */
+static int scan_with(struct dump *d)
+{
+	char err[512];
+
+	d->with = xcalloc(d->o->nwith ? d->o->nwith : 1, sizeof(*d->with));
+	for (size_t k = 0; k < d->o->nwith; k++) {
+		pid_t w = d->o->with[k];
+
+		if (w == d->o->pid || !pinfo_same_ns(w, "net") ||
+		    procsock_scan(w, &d->with[k], err, sizeof(err)) < 0 ||
+		    !d->with[k].npids) {
+			util_err("--with %d: not another process of this network "
+				 "namespace", (int)w);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int classify(struct dump *d)
 {
 	size_t unmanaged = 0;
 	char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
 
 	d->ids = xcalloc(d->socks.n, sizeof(*d->ids));
+	d->along = xcalloc(d->socks.n, sizeof(*d->along));
 	for (size_t i = 0; i < d->socks.n; i++) {
 		const struct procsock *s = &d->socks.socks[i];
 		const struct managed_conn *c;
@@ -171,17 +189,25 @@ static int classify(struct dump *d)
 			d->ids[d->nids++] = c->id;
 			continue;
 		}
+		if (moves_along(d, s)) {
+			d->along[i] = true;
+			d->nalong++;
+			continue;
+		}
 		if (!unmanaged++)
 			util_err("%s TCP connection(s) of process %d not "
 				 "managed by racks:", d->o->allow_unmanaged ?
 				 "losing these" : "refusing: these",
 				 (int)d->o->pid);
-		util_err("  %s -> %s (%s%s%s, pid %d fd %d)",
+		util_err("  %s -> %s (%s%s%s, pid %d fd %d)%s",
 			 ep_str(&s->local, l, sizeof(l)),
 			 ep_str(&s->remote, r, sizeof(r)),
 			 procsock_state_name(s->tcp_state),
 			 c ? ", rackd: " : "", c ? c->state : "",
-			 (int)s->pid, s->fd);
+			 (int)s->pid, s->fd,
+			 /* racks sees no connection inside one host */
+			 loaddr_is_local(&s->remote.addr) ? ": to a process "
+			 "of this host, which can only move along (--with)" : "");
 	}
 	if (unmanaged && !d->o->allow_unmanaged) {
 		util_err("the process keeps running (racks "
@@ -341,7 +367,7 @@ static void fill_info(struct dump *d)
 			image_kv_add(kv, "conn", "%s %s %s",
 				     ep_str(&s->local, a, sizeof(a)),
 				     ep_str(&s->remote, b, sizeof(b)),
-				     kinds[s->kind]);
+				     d->along[i] ? "along" : kinds[s->kind]);
 	}
 	/* Each local address once: restore makes the missing ones local. */
 	for (size_t i = 0; i < d->socks.n; i++) {
@@ -428,11 +454,13 @@ static void drop_criu_lock(struct dump *d)
 
 	if (!table)
 		return;
-	if (d->unacked || d->unmanaged) {
+	if (d->unacked || d->unmanaged || d->nalong) {
 		util_info("CRIU's network lock (table %s) stays: %s", table,
 			  d->unacked ? "not every peer confirmed the export; "
 			  "delete it once they reconnected" :
-			  "the lost connections' peers would see resets");
+			  d->unmanaged ? "the lost connections' peers would "
+			  "see resets" : "the --with trees still send to it; "
+			  "'rackckpt unlock DIR' once they moved too");
 		return;
 	}
 	ret = nftable_delete(table, err, sizeof(err));
@@ -482,11 +510,26 @@ static int run_criu(struct dump *d, char **log_out)
 	return ret;
 }
 
+/* DIR's missing parents (0700: they hold root's checkpoints); errors
+ * show when DIR itself is made. */
+static void make_parents(const char *dir)
+{
+	char *copy = xstrdup(dir);
+
+	for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		mkdir(copy, 0700);
+		*p = '/';
+	}
+	free(copy);
+}
+
 static int prepare_dir(struct dump *d)
 {
 	char *images;
 	int ret = 0;
 
+	make_parents(d->o->dir);
 	if (mkdir(d->o->dir, 0700) == 0)
 		d->made_dir = true;
 	else if (errno != EEXIST) {
@@ -655,7 +698,9 @@ int dump_main(const struct dump_opts *o)
 		util_err("%s", err);
 		goto refuse;
 	}
-	ret = classify(&d);
+	ret = scan_with(&d);
+	if (!ret)
+		ret = classify(&d);
 	if (!ret)
 		ret = check_relay(&d);
 	if (!ret)
@@ -674,6 +719,10 @@ out:
 	}
 	free(d.lines);
 	free(d.ids);
+	free(d.along);
+	for (size_t k = 0; d.with && k < o->nwith; k++)
+		procsock_set_free(&d.with[k]);
+	free(d.with);
 	image_kv_free(&d.info);
 	managed_list_free(&d.list);
 	procsock_set_free(&d.socks);

@@ -12,6 +12,11 @@ struct dump_opts {
 	const char *sock;		/* rackd's control socket */
 	const char *relay_addr;		/* --relay-addr, or NULL */
 	bool allow_unmanaged;
+	/* --with: trees that move along to the same destination (their
+	 * own dumps follow this one): connections to them on this host
+	 * are restored by CRIU on both ends there. */
+	const pid_t *with;
+	size_t nwith;
 	pid_t pid;
 	const char *dir;
 };

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -39,4 +41,33 @@ int loaddr_add(const struct addr *a)
 int loaddr_del(const struct addr *a)
 {
 	return lohost_del(a);
+}
+
+int loaddr_first_global(struct addr *a)
+{
+	struct ifaddrs *list, *i;
+	int ret = -ENOENT;
+
+	if (getifaddrs(&list) < 0)
+		return -errno;
+	for (int pass = 0; pass < 2 && ret; pass++)
+		for (i = list; i && ret; i = i->ifa_next) {
+			const struct sockaddr *sa = i->ifa_addr;
+
+			/* Addresses kept (or restored) on lo are others'. */
+			if (!sa || sa->sa_family != (pass ? AF_INET6 : AF_INET) ||
+			    (i->ifa_flags & IFF_LOOPBACK))
+				continue;
+			memset(a, 0, sizeof(*a));
+			a->family = (uint8_t)sa->sa_family;
+			if (pass)
+				a->v6 = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+			else
+				a->v4 = ((const struct sockaddr_in *)sa)->sin_addr;
+			if (pass && IN6_IS_ADDR_LINKLOCAL(&a->v6))
+				continue;
+			ret = 0;
+		}
+	freeifaddrs(list);
+	return ret;
 }

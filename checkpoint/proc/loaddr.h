@@ -19,5 +19,8 @@ bool loaddr_is_local(const struct addr *a);
 /* Add A to lo (0, -EEXIST if it is there already, or -errno). */
 int loaddr_add(const struct addr *a);
 int loaddr_del(const struct addr *a);
+/* The first global address of this namespace (IPv4 first, then IPv6;
+ * not loopback, link-local or a host route kept on lo): 0 or -ENOENT. */
+int loaddr_first_global(struct addr *a);
 
 #endif

@@ -10,52 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pinfo.h"
 #include "util.h"
-
-static void add_pid(struct procsock_set *s, pid_t pid)
-{
-	for (size_t i = 0; i < s->npids; i++)
-		if (s->pids[i] == pid)
-			return;
-	s->pids = xrealloc(s->pids, (s->npids + 1) * sizeof(*s->pids));
-	s->pids[s->npids++] = pid;
-}
-
-/* Children of every thread of PID (a thread may fork too). */
-static void add_children(struct procsock_set *s, pid_t pid)
-{
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return;		/* it just exited: nothing of it to dump */
-	while ((de = readdir(d))) {
-		char cpath[320], *list, *p;
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children",
-			 (int)pid, de->d_name);
-		list = util_read_file(cpath, NULL);
-		if (!list)
-			continue;
-		for (p = list; *p;) {
-			char *end;
-			long c = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (c > 0)
-				add_pid(s, (pid_t)c);
-			p = end;
-		}
-		free(list);
-	}
-	closedir(d);
-}
 
 struct fdref {
 	unsigned long ino;
@@ -250,10 +206,7 @@ int procsock_scan(pid_t root, struct procsock_set *s, char *err,
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	add_pid(s, root);
-	/* The list grows while it is walked: breadth first. */
-	for (size_t i = 0; i < s->npids; i++)
-		add_children(s, s->pids[i]);
+	s->pids = pinfo_tree(root, &s->npids);
 	collect_socket_fds(s, &refs, &nrefs);
 	ret = read_table(root, false, refs, nrefs, s, err, errlen);
 	if (!ret)

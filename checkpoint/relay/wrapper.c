@@ -72,38 +72,9 @@ struct wrapper {
 	struct pending pend[MAX_PENDING];
 	size_t npend;
 	int status;		/* the child's wait status, once known */
+	const struct wrapper_hooks *hooks;
 	double finish_deadline;
 };
-
-static int listen_any(int *port)
-{
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
-	struct sockaddr_in a4 = { .sin_family = AF_INET };
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int fd, off = 0;
-
-	/* One dual-stack socket on every address; IPv4 only without v6. */
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
-				   sizeof(off)) < 0 ||
-			bind(fd, (struct sockaddr *)&a6, sizeof(a6)) < 0)) {
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (fd < 0 || bind(fd, (struct sockaddr *)&a4, sizeof(a4)) < 0)
-			return -errno;
-	}
-	if (listen(fd, 16) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		return -errno;
-	*port = ntohs(ss.ss_family == AF_INET6 ?
-		      ((struct sockaddr_in6 *)&ss)->sin6_port :
-		      ((struct sockaddr_in *)&ss)->sin_port);
-	return fd;
-}
 
 /* In the child: each relayed socket onto its number, every other
  * inherited descriptor closed (CRIU would have to dump it). */
@@ -341,6 +312,13 @@ static void check_moving(struct wrapper *w)
 	}
 }
 
+/* The child's end, for whoever ran the wrapper. */
+static void ended(const struct wrapper *w, int status)
+{
+	if (w->hooks && w->hooks->ended)
+		w->hooks->ended(status, w->hooks->arg);
+}
+
 static void on_signal(struct wrapper *w)
 {
 	struct signalfd_siginfo si;
@@ -357,6 +335,7 @@ static void on_signal(struct wrapper *w)
 	}
 	/* The child is elsewhere: the wrapper ends as told. */
 	relayfile_remove(w->child, getpid());
+	ended(w, (int)si.ssi_signo);
 	util_exit_like((int)si.ssi_signo);
 }
 
@@ -551,7 +530,7 @@ static void pick_loopback(struct wrapper *w, const char *const *names,
 }
 
 void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
-	       size_t nlo, char **cmd)
+		 size_t nlo, const struct wrapper_hooks *hooks, char **cmd)
 {
 	static struct wrapper w;
 	unsigned char token[16];
@@ -564,7 +543,7 @@ void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
 	pick_loopback(&w, lo_names, nlo);
 	/* Orphans of the child's tree (a dumped one) are reaped here. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	w.lfd = listen_any(&w.info.port);
+	w.lfd = util_listen_any(&w.info.port);
 	if (w.lfd < 0)
 		util_fatal("cannot listen on a TCP port: %s", strerror(-w.lfd));
 	randombytes_buf(token, sizeof(token));
@@ -573,7 +552,10 @@ void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
 	w.sigfd = util_forward_signalfd();
 	if (w.sigfd < 0)
 		util_fatal("signalfd: %s", strerror(-w.sigfd));
+	w.hooks = hooks;
 	start_child(&w, cmd);
+	if (hooks && hooks->started)
+		hooks->started(w.child, hooks->arg);
 	for (size_t i = 0; i < w.n; i++) {
 		struct relayed *r = &w.r[i];
 
@@ -590,5 +572,6 @@ void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
 	       (!outputs_done(&w) && util_mono() < w.finish_deadline))
 		step(&w);
 	relayfile_remove(w.child, getpid());
+	ended(&w, w.status);
 	util_exit_like(w.status);
 }

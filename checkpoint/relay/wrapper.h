@@ -14,12 +14,23 @@
 #define RACKCKPT_WRAPPER_H
 
 #include <stddef.h>
+#include <sys/types.h>
+
+/* News of the child for whoever runs the wrapper (a job's enlistment):
+ * its start, with the root of its tree to dump, and its end, wherever
+ * it ran (a wait status). Either may be NULL. */
+struct wrapper_hooks {
+	void (*started)(pid_t root, void *arg);
+	void (*ended)(int status, void *arg);
+	void *arg;
+};
 
 /* Run CMD (NULL-terminated) under the wrapper; never returns. EXTRA are
  * descriptor numbers to relay besides 0, 1 and 2. With LO_NAMES
  * (environment variables), CMD runs under the loopback agent (agent.h)
  * and the loopback addresses in those variables are relayed. */
 void wrapper_run(const int *extra, size_t nextra, const char *const *lo_names,
-	       size_t nlo, char **cmd) __attribute__((noreturn));
+		 size_t nlo, const struct wrapper_hooks *hooks, char **cmd)
+	__attribute__((noreturn));
 
 #endif

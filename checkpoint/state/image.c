@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "image.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,4 +196,98 @@ int image_state_read(const char *dir, char ***lines, size_t *n, char *err,
 	free(text);
 	free(path);
 	return ret;
+}
+
+void image_state_free(char **lines, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		memset(lines[i], 0, strlen(lines[i]));	/* keys */
+		free(lines[i]);
+	}
+	free(lines);
+}
+
+/* The value of " KEY=" in LINE, up to the next space, into BUF. */
+static bool field(const char *line, const char *key, char *buf, size_t len)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = line; (p = strstr(p, key)); p += klen) {
+		size_t n;
+
+		if (p != line && p[-1] != ' ')
+			continue;
+		if (p[klen] != '=')
+			continue;
+		n = strcspn(p + klen + 1, " ");
+		if (n >= len)
+			return false;
+		memcpy(buf, p + klen + 1, n);
+		buf[n] = '\0';
+		return true;
+	}
+	return false;
+}
+
+int image_state_endpoints(const char *line, struct endpoint *local,
+			  struct endpoint *remote)
+{
+	char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN];
+	bool lp, rp;
+
+	if (!field(line, "local", l, sizeof(l)) ||
+	    !field(line, "remote", r, sizeof(r)) ||
+	    endpoint_parse(l, local, &lp) || endpoint_parse(r, remote, &rp) ||
+	    !lp || !rp)
+		return -EINVAL;
+	return 0;
+}
+
+int image_pids(const char *dir, pid_t **pids, size_t *n)
+{
+	char *images = image_path(dir, IMAGE_IMAGES);
+	DIR *d = opendir(images);
+	struct dirent *e;
+
+	free(images);
+	*pids = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, "core-", 5))
+			continue;
+		pid = strtol(e->d_name + 5, &end, 10);
+		if (pid <= 0 || strcmp(end, ".img"))
+			continue;
+		*pids = xrealloc(*pids, (*n + 1) * sizeof(**pids));
+		(*pids)[(*n)++] = (pid_t)pid;
+	}
+	closedir(d);
+	return 0;
+}
+
+int image_next_along(const struct image_kv *info, size_t *pos,
+		     struct endpoint *local, struct endpoint *remote)
+{
+	const char *v;
+
+	while ((v = image_kv_next(info, "conn", pos))) {
+		char l[ENDPOINT_STRLEN], r[ENDPOINT_STRLEN], kind[16];
+		bool lp, rp;
+
+		/* ENDPOINT_STRLEN is 54 */
+		if (sscanf(v, "%53s %53s %15s", l, r, kind) != 3)
+			return -EINVAL;
+		if (strcmp(kind, "along"))
+			continue;
+		if (endpoint_parse(l, local, &lp) ||
+		    endpoint_parse(r, remote, &rp))
+			return -EINVAL;
+		return 1;
+	}
+	return 0;
 }

@@ -14,6 +14,9 @@
 #define RACKCKPT_IMAGE_H
 
 #include <stddef.h>
+#include <sys/types.h>
+
+#include "addr.h"
 
 #define IMAGE_INFO "rackckpt.info"
 #define IMAGE_STATE "racks.state"
@@ -46,5 +49,18 @@ int image_state_write(const char *dir, char *const *lines, size_t n);
 /* The "conn" lines of DIR/racks.state, checked against its "end N". */
 int image_state_read(const char *dir, char ***lines, size_t *n, char *err,
 		     size_t errlen);
+void image_state_free(char **lines, size_t n);
+/* The socket's endpoints in a "conn ..." line (local=, remote=). */
+int image_state_endpoints(const char *line, struct endpoint *local,
+			  struct endpoint *remote);
+
+/* The pids of DIR's process tree: one images/core-PID.img each (CRIU
+ * gives each its pid back). Malloc'ed array; 0 or -errno. */
+int image_pids(const char *dir, pid_t **pids, size_t *n);
+/* The i-th (from *POS = 0) connection of INFO to a tree that moved along
+ * (conn=LOCAL REMOTE along): 1 and its endpoints, 0 when there is no
+ * more, -EINVAL for a bad line. */
+int image_next_along(const struct image_kv *info, size_t *pos,
+		     struct endpoint *local, struct endpoint *remote);
 
 #endif
