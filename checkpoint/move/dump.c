@@ -43,6 +43,7 @@ struct dump {
 	size_t unmanaged;		/* lost (--allow-unmanaged) */
 	struct procsock_set *with;	/* the --with trees */
 	bool *along;			/* socks[i] ends in one of them */
+	size_t with_gone;		/* --with trees dumped already */
 	size_t nalong;
 	struct timespec started;
 	double t0;
@@ -140,7 +141,11 @@ static const char *ep_str(const struct endpoint *e, char *buf, size_t len)
 }
 
 /* Sort the tree's network connections into managed and not. */
-/* Whether S's other end is a socket of a --with tree. */
+/*
+ * Whether S's other end is a socket of a --with tree: one that runs, or
+ * one dumped before this one (its socket is gone, none of this host
+ * has S's remote endpoint any more, and the address is this host's).
+ */
 static bool moves_along(const struct dump *d, const struct procsock *s)
 {
 	for (size_t k = 0; k < d->o->nwith; k++)
@@ -148,10 +153,12 @@ static bool moves_along(const struct dump *d, const struct procsock *s)
 			if (endpoint_equal(&d->with[k].socks[j].local, &s->remote) &&
 			    endpoint_equal(&d->with[k].socks[j].remote, &s->local))
 				return true;
-	return false;
+	return d->with_gone && loaddr_is_local(&s->remote.addr) &&
+	       !procsock_local_exists(&s->remote);
 }
 
-/* The --with trees: processes of this namespace, other than PID's tree. */
+/* The --with trees: other processes of this namespace, or gone (dumped
+ * already, as the group's first members are). */
 static int scan_with(struct dump *d)
 {
 	char err[512];
@@ -159,10 +166,14 @@ static int scan_with(struct dump *d)
 	d->with = xcalloc(d->o->nwith ? d->o->nwith : 1, sizeof(*d->with));
 	for (size_t k = 0; k < d->o->nwith; k++) {
 		pid_t w = d->o->with[k];
+		struct pinfo pi;
 
+		if (pinfo_read(w, &pi) < 0 || pi.state == 'Z') {
+			d->with_gone++;
+			continue;
+		}
 		if (w == d->o->pid || !pinfo_same_ns(w, "net") ||
-		    procsock_scan(w, &d->with[k], err, sizeof(err)) < 0 ||
-		    !d->with[k].npids) {
+		    procsock_scan(w, &d->with[k], err, sizeof(err)) < 0) {
 			util_err("--with %d: not another process of this network "
 				 "namespace", (int)w);
 			return -EINVAL;

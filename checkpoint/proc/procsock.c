@@ -241,3 +241,32 @@ const char *procsock_state_name(uint8_t st)
 	return st < sizeof(names) / sizeof(names[0]) && names[st] ?
 	       names[st] : "?";
 }
+
+bool procsock_local_exists(const struct endpoint *e)
+{
+	for (int v6 = 0; v6 < 2; v6++) {
+		char line[512];
+		FILE *f = fopen(v6 ? "/proc/self/net/tcp6" : "/proc/self/net/tcp",
+				"re");
+		bool found = false;
+
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';	/* the header */
+		while (!found && fgets(line, sizeof(line), f)) {
+			char local[64];
+			unsigned st;
+			struct endpoint l;
+
+			if (sscanf(line, " %*s %63s %*s %x", local, &st) == 2 &&
+			    st != TCP_LISTEN && st != TCP_TIME_WAIT &&
+			    st != TCP_CLOSE && !parse_endpoint(local, v6, &l))
+				found = endpoint_equal(&l, e);
+		}
+		fclose(f);
+		if (found)
+			return true;
+	}
+	return false;
+}

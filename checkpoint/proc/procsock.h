@@ -45,6 +45,10 @@ int procsock_scan(pid_t root, struct procsock_set *set, char *err,
 void procsock_set_free(struct procsock_set *set);
 const char *procsock_state_name(uint8_t tcp_state);
 
+/* Whether some TCP socket of our network namespace (a connection, not
+ * a listener or one in TIME-WAIT) has E as its local endpoint. */
+bool procsock_local_exists(const struct endpoint *e);
+
 /* The inode of what PID's descriptor FD refers to ("socket:[N]",
  * "pipe:[N]"): its KIND ("socket", "pipe", "other") and INO. 0 or -errno. */
 int procsock_fd_inode(pid_t pid, int fd, char *kind, size_t kindlen,
