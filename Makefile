@@ -110,8 +110,20 @@ $(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -Itests/unit $(SAN_FLAGS) \
 		-o $@ $< $(call obj,san-obj,$(UNIT_LIB_SRC)) $(pkg_libs)
 
-check-unit: $(UNIT_TESTS)
-	$(Q)set -e; for t in $(UNIT_TESTS); do $$t; done
+# rackckpt's unit tests (tests/unit/ckpt/) link its modules under test
+# with common/ and the framework, built with the sanitizers too.
+CKPT_UNIT_LIB_SRC := checkpoint/job/plan.c checkpoint/base/util.c \
+	common/syncdir.c common/addr.c tests/unit/unit.c
+CKPT_UNIT_TESTS := $(patsubst tests/unit/ckpt/%.c,$(BUILD)/tests/ckpt/%,\
+	$(wildcard tests/unit/ckpt/test_*.c))
+$(BUILD)/tests/ckpt/%: tests/unit/ckpt/%.c $(CKPT_UNIT_LIB_SRC)
+	$(call quiet,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CKPT_INCLUDES) -Itests/unit \
+		$(SAN_FLAGS) -o $@ $< $(CKPT_UNIT_LIB_SRC)
+
+check-unit: $(UNIT_TESTS) $(CKPT_UNIT_TESTS)
+	$(Q)set -e; for t in $(UNIT_TESTS) $(CKPT_UNIT_TESTS); do $$t; done
 
 # No call or include upward between the layers of rackd and of rackckpt,
 # no cycle between folders; `tests/layers.py --picture` draws them.

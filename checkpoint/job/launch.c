@@ -184,9 +184,10 @@ static int fill_job(const struct launch_opts *o, const struct said *s,
 	/* Open MPI's default is "ssh : rsh"; the first is ours too. */
 	snprintf(j->rsh, sizeof(j->rsh), "%.*s",
 		 rsh ? (int)strcspn(rsh, ":") : 3, rsh ? rsh : "ssh");
+	len = (size_t)snprintf(j->command, sizeof(j->command), "mpirun");
 	for (size_t i = 0; o->args[i] && len < sizeof(j->command) - 1; i++)
 		len += (size_t)snprintf(j->command + len, sizeof(j->command) - len,
-					"%s%s", i ? " " : "", o->args[i]);
+					" %s", o->args[i]);
 	free(dir);
 	return 0;
 }

@@ -107,7 +107,8 @@ static const char *why(const struct remote_result *res, char *buf, size_t len)
 	}
 	free(copy);
 	if (!buf[0])
-		snprintf(buf, len, "%s", remote_status_str(res, st, sizeof(st)));
+		snprintf(buf, len, "it %s without a word",
+			 remote_status_str(res, st, sizeof(st)));
 	return buf;
 }
 
@@ -444,11 +445,14 @@ static void move_group(struct move *m, const char *src, struct target *t,
 		remote_result_free(&res);
 		return;
 	}
+	remote_status_str(&res, st, sizeof(st));
 	for (size_t i = 0; i < n; i++)
-		fail(mb[i].res, "restore on %s failed (%s): %s", t->name,
-		     remote_status_str(&res, st, sizeof(st)), why_buf);
-	say(m, "restore on %s failed (%s): %s", t->name,
-	    remote_status_str(&res, st, sizeof(st)), why_buf);
+		fail(mb[i].res, "restore on %s failed (%s)%s%s", t->name, st,
+		     strstr(why_buf, " without a word") ? "" : ": ",
+		     strstr(why_buf, " without a word") ? "" : why_buf);
+	say(m, "restore on %s failed (%s)%s%s", t->name, st,
+	    strstr(why_buf, " without a word") ? "" : ": ",
+	    strstr(why_buf, " without a word") ? "" : why_buf);
 	remote_result_free(&res);
 	back_to_source(m, src, t->name, mb, n);
 }
