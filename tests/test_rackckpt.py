@@ -16,6 +16,7 @@ Programs that CRIU dumps are started with ``nsenter --net`` (testbed's
 private mount namespace that CRIU does not dump.
 """
 
+import json
 import os
 import re
 import shutil
@@ -931,3 +932,38 @@ def test_relayed_child_moves_again_and_back(topo, tmpdir_path, relay_dir):
                            "the relay files to go")
     finally:
         restored_kill(agent, pid)
+
+
+# --- jobs without MPI: what the job commands say when there is nothing ------
+
+def test_job_commands_without_jobs(tmp_path):
+    """No controller runs: jobs lists none (a socket left by a dead one
+    is not a job), migrate names the missing job and changes nothing,
+    evacuate has nothing to move; mpirun refuses a fork agent of the
+    user's own before it starts anything."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "3.sock").write_text("")          # a dead controller's
+    (jobs / "3.lock").write_text("")          # and its lock, not held
+    env = {**os.environ, "RACKS_JOBS_DIR": str(jobs)}
+    proc = rackckpt("jobs", env=env)
+    assert (proc.returncode, proc.stdout) == \
+        (0, "no jobs (rackckpt mpirun starts them)\n"), proc
+    proc = rackckpt("jobs", "--json", env=env)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {"jobs": []}
+    proc = rackckpt("migrate", "3", "0", "--to", "node7", env=env)
+    assert proc.returncode == 1, proc
+    assert "job 3's controller does not answer" in proc.stderr, proc.stderr
+    proc = rackckpt("migrate", "--json", "4", "0", "--to", "node7", env=env)
+    assert proc.returncode == 1, proc
+    report = json.loads(proc.stdout)
+    assert report == {"job": 4, "ok": False, "ranks": [],
+                      "error": "no job 4 (rackckpt jobs lists them)"}, report
+    proc = rackckpt("evacuate", "node4", "--to", "node7", env=env)
+    assert (proc.returncode, proc.stdout) == \
+        (0, "no jobs (rackckpt mpirun starts them): nothing to move\n"), proc
+    proc = rackckpt("mpirun", "--mca", "orte_fork_agent", "valgrind", "-np",
+                    "1", "true", env=env)
+    assert proc.returncode == 2, proc
+    assert "rackckpt sets orte_fork_agent itself" in proc.stderr
+    assert sorted(p.name for p in jobs.iterdir()) == ["3.lock", "3.sock"]
