@@ -101,7 +101,14 @@ $(BUILD)/asan/rackd: $(call obj,san-obj,$(RACKD_SRC))
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(pkg_libs)
 
-asan: $(BUILD)/asan/rackd
+# rackckpt too: its job commands run under the sanitizers in test_mpi.
+$(BUILD)/san-obj/checkpoint/%.o: INCLUDES := $(CKPT_INCLUDES)
+$(BUILD)/asan/rackckpt: $(call obj,san-obj,$(RACKCKPT_SRC))
+	$(call quiet,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libsodium libmnl 2>/dev/null)
+
+asan: $(BUILD)/asan/rackd $(BUILD)/asan/rackckpt
 
 # Unit tests are built with the sanitizers too.
 $(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))

@@ -56,6 +56,7 @@ mpijob = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mpijob)
 
 RACKCKPT = testbed.REPO / "build" / "rackckpt"
+ASAN_RACKCKPT = testbed.REPO / "build" / "asan" / "rackckpt"
 CRIU = testbed.REPO / "build" / "criu" / "sbin" / "criu"
 FAST = "suspend_after = 1s\n"
 RANKS = ["a", "b", "d", "d"]       # rank i on RANKS[i]
@@ -87,16 +88,27 @@ class Cluster:
     """The test-bed above with a job started by ``rackckpt mpirun``;
     ``ctl(...)`` runs rackckpt's job commands beside it."""
 
-    def __init__(self, topo, work, seconds, env=None):
+    def __init__(self, topo, work, seconds, env=None, sanitized=False):
         self.topo = topo
         self.work = work
+        self.binary = ASAN_RACKCKPT if sanitized else RACKCKPT
         self.env = {"RACKS_RELAY_DIR": str(work / "relay"),
                     "RACKS_JOBS_DIR": str(work / "jobs"), **(env or {})}
+        if sanitized:
+            if not ASAN_RACKCKPT.exists():
+                pytest.fail(f"{ASAN_RACKCKPT} missing: run `make asan`")
+            # Every rackckpt of the job (controller, wrappers, agents,
+            # keepers, the moves' steps on the nodes) reports to a file
+            # of its own there; CRIU is not next to that binary.
+            self.env.update(RACKS_CRIU=str(CRIU), ASAN_OPTIONS=(
+                f"detect_leaks=1:abort_on_error=0:exitcode=66:"
+                f"log_path={work}/asan"))
         self.rackd = {h: topo.start_rackd(h, config=FAST) for h in "abcd"}
         # Started once more if orted dies at start-up (1 in 20, NOTES).
         self.job, self.pids = mpijob.start_ready(
             topo, RANKS, seconds=seconds, via_rackckpt=True,
-            ckpt_dir=work / "ckpt", nodes=["c"], env=self.env, say=say)
+            ckpt_dir=work / "ckpt", nodes=["c"], env=self.env, say=say,
+            binary=self.binary)
         self.ready = time.monotonic()
 
     def addr(self, host):
@@ -105,7 +117,7 @@ class Cluster:
     def ctl(self, *args, env=None, timeout=300):
         full = {**mpijob.environment("openmpi", self.topo, "abcd"),
                 **self.env, **(env or {})}
-        return subprocess.run([str(RACKCKPT), *map(str, args)], env=full,
+        return subprocess.run([str(self.binary), *map(str, args)], env=full,
                               capture_output=True, text=True, timeout=timeout)
 
     def jobs(self):
@@ -158,12 +170,12 @@ def workdir():
 def cluster_factory(workdir):
     made = []
 
-    def make(seconds=30, env=None):
+    def make(seconds=30, env=None, sanitized=False):
         topo = testbed.Topology.create()
         made.append(topo)
         topo.add_host("c")
         topo.add_host("d")
-        cluster = Cluster(topo, workdir, seconds, env)
+        cluster = Cluster(topo, workdir, seconds, env, sanitized)
         made.append(cluster)
         return cluster
 
@@ -192,9 +204,11 @@ def test_rank_moves_by_number_and_a_target_without_rackd_is_refused(
     changed (the rank runs on A, never stopped); with C's rackd back the
     same command moves it (JSON: moved, its 3 connections, downtime under
     3 s), jobs says so, and the job completes with every iteration
-    checked."""
+    checked. Every rackckpt here, from the job's controller to the
+    restored rank's agent, runs under AddressSanitizer and UBSan, and
+    none reports anything."""
     need_mpi()
-    cl = cluster_factory(seconds=25)
+    cl = cluster_factory(seconds=25, sanitized=True)
     job = cl.jobs()
     assert job["state"] == "running" and job["np"] == 4, job
     assert [(r["rank"], r["node"], r["address"], r["state"], r["moves"])
@@ -258,6 +272,19 @@ def test_rank_moves_by_number_and_a_target_without_rackd_is_refused(
                      re.M), text
     cl.finish()
     assert cl.rackd["c"].status()["migrations_imported"] == 3
+    # What any of the rackckpt processes would have reported.
+    reports = list(cl.work.glob("asan*"))
+    assert not reports, "\n".join(r.read_text()[:3000] for r in reports)
+    # The positive control: the same options make the sanitized binary
+    # write there (its exit statistics, asked for here).
+    opts = cl.env["ASAN_OPTIONS"] + ":atexit=1:print_stats=1"
+    proc = subprocess.run([str(ASAN_RACKCKPT), "--version"], text=True,
+                          capture_output=True, env={**os.environ,
+                                                    "ASAN_OPTIONS": opts})
+    assert proc.returncode == 0, proc
+    stats = list(cl.work.glob("asan*"))
+    assert len(stats) == 1 and "AddressSanitizer exit stats" in \
+        stats[0].read_text(), stats
     print(f"rank 0 A -> C: dump {rank0['dump_s']:.3f} s, restore "
           f"{rank0['restore_s']:.3f} s, downtime {rank0['downtime_s']:.3f} s")
 

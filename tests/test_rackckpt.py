@@ -953,7 +953,8 @@ def test_job_commands_without_jobs(tmp_path):
     assert proc.returncode == 0 and json.loads(proc.stdout) == {"jobs": []}
     proc = rackckpt("migrate", "3", "0", "--to", "node7", env=env)
     assert proc.returncode == 1, proc
-    assert "job 3's controller does not answer" in proc.stderr, proc.stderr
+    assert "job 3: refused: job 3's controller does not answer" in \
+        proc.stdout, proc
     proc = rackckpt("migrate", "--json", "4", "0", "--to", "node7", env=env)
     assert proc.returncode == 1, proc
     report = json.loads(proc.stdout)

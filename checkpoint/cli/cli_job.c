@@ -254,8 +254,10 @@ static void report_json(FILE *f, const struct mover_report *rep, int ret,
 
 static void report_text(const struct mover_report *rep, const char *err)
 {
-	if (err && *err)
+	if (err && *err) {
 		printf("job %d: refused: %s; nothing changed\n", rep->job, err);
+		return;
+	}
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct mover_result *r = &rep->r[i];
 
@@ -444,8 +446,6 @@ int cli_migrate(int argc, char **argv)
 	} else {
 		report_text(&rep, err);
 	}
-	if (err[0] && !a.json)
-		util_err("%s", err);
 	mover_report_free(&rep);
 	ret = ret ? EXIT_REFUSED : 0;
 out:

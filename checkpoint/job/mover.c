@@ -737,6 +737,10 @@ int mover_run(const struct mover_opts *o, const struct mover_ops *ops,
 		if (!rep->r[i].ok)
 			ret = -EAGAIN;
 out:
+	/* Refused before any was tried: that is each rank's reason too. */
+	for (size_t i = 0; ret && err[0] && i < rep->n; i++)
+		if (!rep->r[i].ok && !rep->r[i].error[0])
+			snprintf(rep->r[i].error, sizeof(rep->r[i].error), "%s", err);
 	free(m.t);
 	jobinfo_free(&m.j);
 	return ret;

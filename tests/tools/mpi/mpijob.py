@@ -142,11 +142,12 @@ def host_list(addrs):
     return ",".join(f"{a}:{n}" for a, n in counts.items()), "slot"
 
 
-def rackckpt_mpirun(addrs, program, args=(), ckpt_dir=None, extra=()):
+def rackckpt_mpirun(addrs, program, args=(), ckpt_dir=None, extra=(),
+                    binary=RACKCKPT):
     """`rackckpt mpirun`'s argv: what a user gives mpirun on this test-bed
     (the hosts, the "ssh", the interfaces); rackckpt adds the rest."""
     hostlist, by = host_list(addrs)
-    return [str(RACKCKPT), "mpirun",
+    return [str(binary), "mpirun",
             *(["--ckpt-dir", str(ckpt_dir)] if ckpt_dir else []),
             "--mpirun", IMPLS["openmpi"]["launcher"],
             "-np", str(len(addrs)), "--host", hostlist, "--map-by", by,
@@ -380,7 +381,7 @@ def start_ready(topo, hosts, tries=2, timeout=30, say=print, **kwargs):
 
 def start(topo, hosts, seconds=30, impl="openmpi", launcher="r", args=(),
           wrapper=None, wrapdir=None, extra=(), program=None, env=None,
-          via_rackckpt=False, ckpt_dir=None, nodes=()):
+          via_rackckpt=False, ckpt_dir=None, nodes=(), binary=RACKCKPT):
     """Start ring (SECONDS, then args) with one rank on each of hosts
     (test-bed names, rank i on hosts[i]); the launcher runs in namespace
     ``launcher`` (R by default). Every rank runs under ``wrapper`` (an
@@ -406,7 +407,7 @@ def start(topo, hosts, seconds=30, impl="openmpi", launcher="r", args=(),
                          else topo.addr[launcher]["v4"])
     if via_rackckpt:
         argv = rackckpt_mpirun(addrs, program, [seconds, *args], ckpt_dir,
-                               extra)
+                               extra, binary)
     else:
         argv = command(impl, addrs, program, [seconds, *args], wrapper,
                        launcher_addr, extra)
