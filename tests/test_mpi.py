@@ -147,6 +147,9 @@ class Cluster:
             raise AssertionError(f"{e}\n{logs}") from None
         assert len(done) == 4 and len(set(done.values())) == 1, done
         assert done[0] > 100, done
+        # What any of the sanitized rackckpt processes reported.
+        reports = list(self.work.glob("asan*"))
+        assert not reports, "\n".join(r.read_text()[:3000] for r in reports)
         return done
 
     def kill(self):
@@ -272,10 +275,7 @@ def test_rank_moves_by_number_and_a_target_without_rackd_is_refused(
                      re.M), text
     cl.finish()
     assert cl.rackd["c"].status()["migrations_imported"] == 3
-    # What any of the rackckpt processes would have reported.
-    reports = list(cl.work.glob("asan*"))
-    assert not reports, "\n".join(r.read_text()[:3000] for r in reports)
-    # The positive control: the same options make the sanitized binary
+    # The sanitizers' positive control: the same options make the binary
     # write there (its exit statistics, asked for here).
     opts = cl.env["ASAN_OPTIONS"] + ":atexit=1:print_stats=1"
     proc = subprocess.run([str(ASAN_RACKCKPT), "--version"], text=True,
@@ -321,7 +321,7 @@ def test_node_with_two_ranks_is_evacuated(cluster_factory):
     to C, both go there together (one group restore, their own
     connection fenced until both run) and the job completes."""
     need_mpi()
-    cl = cluster_factory(seconds=30)
+    cl = cluster_factory(seconds=30, sanitized=True)
     wait_mid_run(cl, 5)
     proc = cl.ctl("evacuate", "--json", cl.addr("d"), "--to",
                   f"{cl.addr('c')}:1")
@@ -387,7 +387,7 @@ def test_target_dying_during_restore_leaves_the_rank_on_its_source(
     fake = workdir / "criu"
     fake.write_text(FAKE_CRIU.format(criu=CRIU))
     fake.chmod(0o755)
-    cl = cluster_factory(seconds=30)
+    cl = cluster_factory(seconds=30, sanitized=True)
     env = {"RACKS_CRIU": str(fake), "RACKS_TEST_DIE_FLAG": str(flag),
            "RACKS_TEST_DIE_NETNS": f"/run/netns/{cl.topo.ns('c').name}"}
     killed = []
@@ -427,7 +427,7 @@ def test_rank_moves_away_and_back(cluster_factory):
     lets it go again, rackd on A takes its connections back at their own
     address, and the job completes."""
     need_mpi()
-    cl = cluster_factory(seconds=35)
+    cl = cluster_factory(seconds=35, sanitized=True)
     wait_mid_run(cl, 5)
     downtimes = []
     for dest in ("c", "a"):

@@ -22,21 +22,23 @@
 #include "wrapper.h"
 
 #define DEFAULT_TIMEOUT 30.0
-#define MAX_LIST 64
 
-/* "A,B,C" of process ids into V (at most MAX_LIST); false if bad. */
-static bool pid_list(const char *s, pid_t *v, size_t *n)
+/* "A,B,C" of process ids: a malloc'ed array (*V, *N); false if bad. */
+static bool pid_list(const char *s, pid_t **v, size_t *n)
 {
 	char *copy = xstrdup(s), *save = NULL;
 	bool ok = true;
 
+	free(*v);
+	*v = NULL;
+	*n = 0;
 	for (char *p = strtok_r(copy, ",", &save); p && ok;
 	     p = strtok_r(NULL, ",", &save)) {
 		long pid;
 
-		ok = *n < MAX_LIST && util_parse_long(p, 2, 0x7fffffff, &pid);
-		if (ok)
-			v[(*n)++] = (pid_t)pid;
+		ok = util_parse_long(p, 2, 0x7fffffff, &pid);
+		*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+		(*v)[(*n)++] = (pid_t)pid;
 	}
 	free(copy);
 	return ok && *n;
@@ -44,7 +46,7 @@ static bool pid_list(const char *s, pid_t *v, size_t *n)
 
 /* dump's options and arguments, also move's (with --to). */
 static int parse_dump(int argc, char **argv, const char *cmd,
-		      struct move_opts *m, pid_t *with)
+		      struct move_opts *m, pid_t **with)
 {
 	static const struct option longopts[] = {
 		{ "criu", required_argument, NULL, OPT_CRIU },
@@ -89,7 +91,7 @@ static int parse_dump(int argc, char **argv, const char *cmd,
 				return cli_usage_error(cmd, "--with needs process "
 						       "ids (dump), not '%s'",
 						       optarg);
-			o->with = with;
+			o->with = *with;
 			break;
 		case OPT_TO:
 		case OPT_TO_SOCKET:
@@ -120,19 +122,23 @@ static int parse_dump(int argc, char **argv, const char *cmd,
 int cli_dump(int argc, char **argv)
 {
 	struct move_opts m = { 0 };
-	pid_t with[MAX_LIST];
-	int ret = parse_dump(argc, argv, "dump", &m, with);
+	pid_t *with = NULL;
+	int ret = parse_dump(argc, argv, "dump", &m, &with);
 
-	return ret ? ret : dump_main(&m.dump);
+	ret = ret ? ret : dump_main(&m.dump);
+	free(with);
+	return ret;
 }
 
 int cli_move(int argc, char **argv)
 {
 	struct move_opts m = { 0 };
-	pid_t with[MAX_LIST];
-	int ret = parse_dump(argc, argv, "move", &m, with);
+	pid_t *with = NULL;
+	int ret = parse_dump(argc, argv, "move", &m, &with);
 
-	return ret ? ret : move_main(&m);
+	ret = ret ? ret : move_main(&m);
+	free(with);
+	return ret;
 }
 
 int cli_restore(int argc, char **argv)
@@ -282,8 +288,8 @@ int cli_probe(int argc, char **argv)
 		CLI_COMMON_LONGOPTS, { 0 }
 	};
 	struct probe_opts o = { .sock = cli_sock };
-	pid_t trees[MAX_LIST];
-	struct probe_pid pids[4 * MAX_LIST];
+	pid_t *trees = NULL;
+	struct probe_pid *pids = NULL;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, ":S:vh", longopts, NULL)) != -1) {
@@ -297,8 +303,7 @@ int cli_probe(int argc, char **argv)
 			o.criu = optarg;
 			break;
 		case OPT_TREES:
-			o.ntrees = 0;
-			if (!pid_list(optarg, trees, &o.ntrees))
+			if (!pid_list(optarg, &trees, &o.ntrees))
 				return cli_usage_error("probe", "--trees needs "
 						       "process ids, not '%s'",
 						       optarg);
@@ -314,9 +319,9 @@ int cli_probe(int argc, char **argv)
 				unsigned long long start;
 				int pid, at = 0;
 
-				ok = o.npids < sizeof(pids) / sizeof(pids[0]) &&
-				     sscanf(p, "%d:%llu%n", &pid, &start, &at) == 2 &&
+				ok = sscanf(p, "%d:%llu%n", &pid, &start, &at) == 2 &&
 				     !p[at] && pid > 1;
+				pids = xrealloc(pids, (o.npids + 1) * sizeof(*pids));
 				if (ok)
 					pids[o.npids++] = (struct probe_pid){
 						pid, start };
@@ -336,7 +341,10 @@ int cli_probe(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error("probe", "%s", "usage: rackckpt probe "
 				       "[--trees PID,...] [--pids PID:START,...]");
-	return probe_main(&o);
+	r = probe_main(&o);
+	free(trees);
+	free(pids);
+	return r;
 }
 
 static int dirs_cmd(int argc, char **argv, const char *cmd,

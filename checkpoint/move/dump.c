@@ -24,6 +24,7 @@
 #include "nftable.h"
 #include "pinfo.h"
 #include "procsock.h"
+#include "relayaddr.h"
 #include "relayfile.h"
 #include "util.h"
 
@@ -234,112 +235,13 @@ static int classify(struct dump *d)
 	return 0;
 }
 
-/* Whether a socket of the tree is bound to A: restore makes it local on
- * the destination (on lo), which could then not reach this host there. */
-static bool tree_uses(const struct dump *d, const struct addr *a)
-{
-	for (size_t i = 0; i < d->socks.n; i++)
-		if (d->socks.socks[i].kind != PROCSOCK_IDLE &&
-		    addr_equal(&d->socks.socks[i].local.addr, a))
-			return true;
-	return false;
-}
-
-/* An address of this host the destination can reach the wrapper at: a
- * global one that no socket of the tree is bound to (IPv4 first). */
-static int pick_relay_addr(struct dump *d)
-{
-	struct ifaddrs *list, *i;
-
-	if (d->o->relay_addr) {
-		struct endpoint e;
-		bool has_port;
-
-		endpoint_parse(d->o->relay_addr, &e, &has_port);
-		if (tree_uses(d, &e.addr)) {
-			util_err("--relay-addr %s is an address process %d's "
-				 "sockets are bound to: restored, they make it "
-				 "local on the destination, which could not "
-				 "reach the wrapper there", d->o->relay_addr,
-				 (int)d->o->pid);
-			return -EINVAL;
-		}
-		snprintf(d->relay_addr, sizeof(d->relay_addr), "%s",
-			 d->o->relay_addr);
-		return 0;
-	}
-	if (getifaddrs(&list) < 0)
-		return -errno;
-	for (int pass = 0; pass < 2 && !d->relay_addr[0]; pass++)
-		for (i = list; i && !d->relay_addr[0]; i = i->ifa_next) {
-			struct addr a = { 0 };
-			const struct sockaddr *sa = i->ifa_addr;
-
-			if (!sa || sa->sa_family != (pass ? AF_INET6 : AF_INET))
-				continue;
-			a.family = (uint8_t)sa->sa_family;
-			if (pass)
-				a.v6 = ((const struct sockaddr_in6 *)sa)->sin6_addr;
-			else
-				a.v4 = ((const struct sockaddr_in *)sa)->sin_addr;
-			if ((!pass && a.bytes[0] == 127) ||
-			    (pass && (IN6_IS_ADDR_LOOPBACK(&a.v6) ||
-				      IN6_IS_ADDR_LINKLOCAL(&a.v6))) ||
-			    tree_uses(d, &a))
-				continue;
-			addr_format(&a, d->relay_addr, sizeof(d->relay_addr));
-		}
-	freeifaddrs(list);
-	if (!d->relay_addr[0]) {
-		util_err("no address of this host to reach the wrapper of "
-			 "process %d at: every global address is one its "
-			 "sockets are bound to, which the destination will "
-			 "have on its lo; add another one and name it with "
-			 "--relay-addr", (int)d->o->pid);
-		return -EADDRNOTAVAIL;
-	}
-	return 0;
-}
-
 static int check_relay(struct dump *d)
 {
-	char err[512], kind[16];
-	int ret = relayfile_read(d->o->pid, &d->relay, err, sizeof(err));
+	int ret = relayaddr_check(d->o->pid, &d->socks, d->o->relay_addr,
+				  &d->relay, d->relay_addr, sizeof(d->relay_addr));
 
-	if (ret == -ENOENT)
-		return 0;
-	if (ret) {
-		util_err("%s", err);
-		return ret;
-	}
-	for (size_t i = 0; i < d->relay.nfds; i++) {
-		struct relay_fd *f = &d->relay.fds[i];
-
-		if (procsock_fd_inode(d->o->pid, f->fd, kind, sizeof(kind),
-				      &f->ino) || strcmp(kind, "socket") != 0) {
-			util_err("descriptor %d of process %d is no longer the "
-				 "socket its wrapper gave it", f->fd,
-				 (int)d->o->pid);
-			return -EINVAL;
-		}
-	}
-	d->has_relay = true;
-	/* Restored here by an earlier move: the wrapper is where it was. */
-	if (d->relay.addr[0] && !d->o->relay_addr) {
-		struct endpoint e;
-		bool has_port;
-
-		if (endpoint_parse(d->relay.addr, &e, &has_port) || has_port ||
-		    tree_uses(d, &e.addr)) {
-			util_err("the wrapper's address %s (from the relay file "
-				 "of process %d) cannot be used: name one with "
-				 "--relay-addr", d->relay.addr, (int)d->o->pid);
-			return -EINVAL;
-		}
-		addr_format(&e.addr, d->relay_addr, sizeof(d->relay_addr));
-		return 0;
-	}
-	return pick_relay_addr(d);
+	d->has_relay = ret > 0;
+	return ret < 0 ? ret : 0;
 }
 
 static bool wildcard_or_loopback(const struct addr *a)
