@@ -147,6 +147,9 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c
 	$(Q)clang -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(pkg_libs)
 
+# rackckpt's targets see its headers, not rackd's.
+$(BUILD)/fuzz/fuzz_plan: INCLUDES := $(CKPT_INCLUDES)
+
 # Each run's log goes to build/fuzz/NAME.log; a failure prints its tail.
 fuzz: $(FUZZ_TARGETS)
 	$(Q)set -e; for f in $(FUZZ_TARGETS); do \
