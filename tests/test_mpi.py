@@ -110,6 +110,7 @@ class Cluster:
             ckpt_dir=work / "ckpt", nodes=["c"], env=self.env, say=say,
             binary=self.binary)
         self.ready = time.monotonic()
+        self.id = self.jobs()["job"]
 
     def addr(self, host):
         return self.topo.addr[host]["v4"]
@@ -225,9 +226,9 @@ def test_rank_moves_by_number_and_a_target_without_rackd_is_refused(
         assert cl.job.session_pid(r["rank"]) == r["pid"], r
     # Bad moves are refused with the reason, and change nothing.
     for args, why in [
-            ((7, "--to", cl.addr("c")), "job 1 has no rank 7"),
+            ((7, "--to", cl.addr("c")), f"job {cl.id} has no rank 7"),
             ((0, "--to", cl.addr("a")), f"rank 0 already runs on {cl.addr('a')}"),
-            ((0, "--to", cl.addr("b")), f"{cl.addr('b')} runs rank 1 of job 1: "
+            ((0, "--to", cl.addr("b")), f"{cl.addr('b')} runs rank 1 of job {cl.id}: "
              "a rank cannot join a node where ranks it talks to run"),
             ((2, "--to", cl.addr("c")), "ranks 2, 3 are connected through "
              f"{cl.addr('d')} itself, which racks cannot carry between "
@@ -402,7 +403,8 @@ def test_target_dying_during_restore_leaves_the_rank_on_its_source(
     wait_mid_run(cl, 5)
     killer = threading.Thread(target=die, daemon=True)
     killer.start()
-    proc = cl.ctl("migrate", "--json", 1, 0, "--to", cl.addr("c"), env=env)
+    proc = cl.ctl("migrate", "--json", cl.id, 0, "--to", cl.addr("c"),
+                  env=env)
     killer.join(5)
     assert flag.exists() and killed, "C was not killed during the restore"
     assert proc.returncode == 1, proc
@@ -431,7 +433,7 @@ def test_rank_moves_away_and_back(cluster_factory):
     wait_mid_run(cl, 5)
     downtimes = []
     for dest in ("c", "a"):
-        proc = cl.ctl("migrate", "--json", 1, 0, "--to", cl.addr(dest))
+        proc = cl.ctl("migrate", "--json", cl.id, 0, "--to", cl.addr(dest))
         assert proc.returncode == 0, (proc.stdout, proc.stderr)
         rank0 = moved(proc)["ranks"][0]
         assert rank0["moved"] and rank0["node"] == cl.addr(dest), rank0
