@@ -192,6 +192,32 @@ static int fill_job(const struct launch_opts *o, const struct said *s,
 	return 0;
 }
 
+/* What mpirun's arguments or our own path rule out: an exit code, or 0. */
+static int refuse(const struct said *s, const char *self, size_t max)
+{
+	if (s->fork_agent) {
+		util_err("mpirun: rackckpt sets orte_fork_agent itself (to run "
+			 "each rank under 'rackckpt run'): leave it out");
+		return EXIT_USAGE;
+	}
+	if (strlen(self) >= max) {
+		util_err("mpirun: the path of rackckpt (%s) is too long", self);
+		return EXIT_REFUSED;
+	}
+	/* mpirun splits the fork agent's value at spaces. */
+	if (strchr(self, ' ')) {
+		util_err("mpirun: the path of rackckpt (%s) holds a space, "
+			 "which Open MPI's fork agent cannot take", self);
+		return EXIT_REFUSED;
+	}
+	if (s->btl && (strstr(s->btl_value, "vader") ||
+		       strstr(s->btl_value, "sm")) && s->btl_value[0] != '^')
+		util_err("mpirun: --mca btl %s: ranks of one node that talk "
+			 "through shared memory cannot move (tcp,self can)",
+			 s->btl_value);
+	return 0;
+}
+
 int launch_main(const struct launch_opts *o)
 {
 	struct job_info *j = xcalloc(1, sizeof(*j));
@@ -208,30 +234,13 @@ int launch_main(const struct launch_opts *o)
 		util_fatal("cannot find my own binary: %s", strerror(errno));
 	self[len] = '\0';
 	scan_args(o->args, &s, j);
-	if (s.fork_agent) {
-		util_err("mpirun: rackckpt sets orte_fork_agent itself (to run "
-			 "each rank under 'rackckpt run'): leave it out");
-		return EXIT_USAGE;
-	}
-	if (strlen(self) >= sizeof(j->rackckpt)) {
-		util_err("mpirun: the path of rackckpt (%s) is too long", self);
-		return EXIT_REFUSED;
-	}
-	/* mpirun splits the fork agent's value at spaces. */
-	if (strchr(self, ' ')) {
-		util_err("mpirun: the path of rackckpt (%s) holds a space, "
-			 "which Open MPI's fork agent cannot take", self);
-		return EXIT_REFUSED;
-	}
-	if (s.btl && (strstr(s.btl_value, "vader") || strstr(s.btl_value, "sm")) &&
-	    s.btl_value[0] != '^')
-		util_err("mpirun: --mca btl %s: ranks of one node that talk "
-			 "through shared memory cannot move (tcp,self can)",
-			 s.btl_value);
-	if (fill_job(o, &s, j, self)) {
+	ret = refuse(&s, self, sizeof(j->rackckpt));
+	if (!ret && fill_job(o, &s, j, self))
+		ret = EXIT_USAGE;
+	if (ret) {
 		jobinfo_free(j);
 		free(j);
-		return EXIT_USAGE;
+		return ret;
 	}
 	ret = jobdir_take(&j->id, &lock_fd);
 	if (ret) {
