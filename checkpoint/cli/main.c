@@ -34,38 +34,38 @@ static int run_help(int argc, char **argv)
 static const struct subcommand subcommands[] = {
 	{ "mpirun", "[--ckpt-dir DIR] [--mpirun PATH] MPIRUN-ARGS...",
 	  "run Open MPI's mpirun with every rank movable; the job gets\n"
-	  "          a number", cli_mpirun },
+	  "           a number", cli_mpirun },
 	{ "jobs", "[--json] [JOB]",
 	  "list the jobs and their ranks: node, address, pid, state", cli_jobs },
 	{ "migrate", "[--json] [--keep] [--timeout SECONDS] JOB RANK[,RANK...]\n"
-	  "          --to NODE[:SLOTS]",
+	  "           --to NODE[:SLOTS]",
 	  "move ranks of JOB to NODE; a rank that cannot move runs on\n"
-	  "          where it was", cli_migrate },
+	  "           where it was", cli_migrate },
 	{ "evacuate", "[--json] [--keep] [--timeout SECONDS] [--job JOB] NODE\n"
-	  "          --to NODE[:SLOTS]...",
+	  "           --to NODE[:SLOTS]...",
 	  "move every rank of every job (or of JOB) off NODE", cli_evacuate },
 	{ "dump", "[--criu PATH] [--allow-unmanaged] [--relay-addr ADDR]\n"
-	  "          [--with PID[,PID...]] PID DIR",
+	  "           [--with PID[,PID...]] PID DIR",
 	  "checkpoint PID's process tree into DIR and hand its racks\n"
-	  "          connections over; the process ends", cli_dump },
+	  "           connections over; the process ends", cli_dump },
 	{ "restore", "[--criu PATH] [--wait] [--timeout SECONDS] DIR...",
 	  "restore the process(es) in DIR... on this host, all or none;\n"
-	  "          their connections reconnect from here", cli_restore },
+	  "           their connections reconnect from here", cli_restore },
 	{ "move", "--to CMD [--to-socket PATH] [dump's options] PID DIR",
 	  "dump, then 'CMD rackckpt restore DIR' on the destination,\n"
-	  "          after checking that 'CMD rackctl status' answers", cli_move },
+	  "           after checking that 'CMD rackctl status' answers", cli_move },
 	{ "run", "[--openmpi] [--relay-fd N]... [--relay-env NAME]...\n"
-	  "          [--relay-loopback-env NAME]... -- CMD [ARGS]",
+	  "           [--relay-loopback-env NAME]... -- CMD [ARGS]",
 	  "run CMD under a wrapper that keeps its stdin, stdout,\n"
-	  "          stderr (and the named descriptors and loopback\n"
-	  "          connections) open while it moves", cli_run },
+	  "           stderr (and the named descriptors and loopback\n"
+	  "           connections) open while it moves", cli_run },
 	{ "probe", "[--criu PATH] [--trees PID,...] [--pids PID:START,...]",
 	  "what this node says before a move (run by migrate)", cli_probe },
 	{ "unlock", "DIR...",
 	  "remove CRIU's network lock of these dumps from this host", cli_unlock },
 	{ "abort", "DIR...",
 	  "undo here a restore of DIR... that was killed before it\n"
-	  "          committed", cli_abort },
+	  "           committed", cli_abort },
 	{ "help", "", "this text", run_help },
 };
 
@@ -83,7 +83,7 @@ void cli_usage(FILE *f)
 		   "  -V, --version      print the version\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < NSUBCOMMANDS; i++)
-		fprintf(f, "  %-8s %s\n          %s\n", subcommands[i].name,
+		fprintf(f, "  %-8s %s\n           %s\n", subcommands[i].name,
 			subcommands[i].args, subcommands[i].help);
 	fprintf(f, "\nAn MPI job: 'rackckpt mpirun -np 4 -H a,b ./prog', "
 		   "then 'rackckpt jobs',\n'rackckpt migrate 1 3 --to node7', "
