@@ -273,6 +273,9 @@ def test_restore_refuses_an_incomplete_directory(topo, tmpdir_path):
     assert "racks.state is incomplete" in proc.stderr
     # Complete, but the old pid is taken here: CRIU could not restore it.
     sleeper = topo.b.popen(["sleep", "60"], stdout=subprocess.DEVNULL)
+    # `ip netns exec` runs first under that pid, then becomes sleep.
+    testbed.wait_until(lambda: Path(f"/proc/{sleeper.pid}/comm").read_text()
+                       == "sleep\n", 10, "sleep to run")
     (tmpdir_path / "rackckpt.info").write_text(
         f"format=1\nsource_pid={sleeper.pid}\n")
     (tmpdir_path / "racks.state").write_text("racks-state 1\nend 0\n")
