@@ -20,8 +20,14 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
 # rackd's layers, lowest first (README "Architecture"; make check-layers).
 RACKD_DIRS := rackd/io rackd/core rackd/engine rackd/persist rackd/ctl
+# rackckpt's layers, lowest first (checkpoint/README.md; make check-layers).
+CKPT_DIRS := checkpoint/base checkpoint/proc checkpoint/state \
+	checkpoint/relay checkpoint/move checkpoint/job checkpoint/cli
 INCLUDES := -Icommon $(addprefix -I,$(RACKD_DIRS)) -Inft -Iedp
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(INCLUDES) -MMD -MP
+# rackckpt's objects see common/ and its own folders only: rackd's
+# headers are not theirs (and share some of their names).
+CKPT_INCLUDES := -Icommon $(addprefix -I,$(CKPT_DIRS))
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(INCLUDES) -MMD -MP
 
 ifeq ($(V),1)
 Q :=
@@ -43,8 +49,8 @@ RACKD_SRC := rackd/main.c rackd/daemon.c $(wildcard $(addsuffix /*.c,$(RACKD_DIR
 	$(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
 	$(NETLINK_SRC)
 RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
-RACKCKPT_SRC := $(wildcard checkpoint/*.c) $(COMMON_SRC) common/ctlclient.c \
-	$(NETLINK_SRC)
+RACKCKPT_SRC := $(wildcard $(addsuffix /*.c,$(CKPT_DIRS))) $(COMMON_SRC) \
+	common/ctlclient.c $(NETLINK_SRC)
 # What the C unit tests link: pure logic (no netlink), the connection
 # core, and fake kernel I/O (tests/unit/fake.c) under the engine modules
 # that tests include one at a time.
@@ -65,6 +71,7 @@ all: $(BUILD)/rackd $(BUILD)/rackctl $(BUILD)/rackckpt
 deps:
 	$(Q)./packaging/deps.sh
 
+$(BUILD)/obj/checkpoint/%.o: INCLUDES := $(CKPT_INCLUDES)
 $(BUILD)/obj/%.o: %.c
 	$(call quiet,CC,$<)
 	$(Q)mkdir -p $(@D)
@@ -95,7 +102,14 @@ $(BUILD)/asan/rackd: $(call obj,san-obj,$(RACKD_SRC))
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(pkg_libs)
 
-asan: $(BUILD)/asan/rackd
+# rackckpt too: its job commands run under the sanitizers in test_mpi.
+$(BUILD)/san-obj/checkpoint/%.o: INCLUDES := $(CKPT_INCLUDES)
+$(BUILD)/asan/rackckpt: $(call obj,san-obj,$(RACKCKPT_SRC))
+	$(call quiet,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libsodium libmnl 2>/dev/null)
+
+asan: $(BUILD)/asan/rackd $(BUILD)/asan/rackckpt
 
 # Unit tests are built with the sanitizers too.
 $(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))
@@ -104,11 +118,23 @@ $(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -Itests/unit $(SAN_FLAGS) \
 		-o $@ $< $(call obj,san-obj,$(UNIT_LIB_SRC)) $(pkg_libs)
 
-check-unit: $(UNIT_TESTS)
-	$(Q)set -e; for t in $(UNIT_TESTS); do $$t; done
+# rackckpt's unit tests (tests/unit/ckpt/) link its modules under test
+# with common/ and the framework, built with the sanitizers too.
+CKPT_UNIT_LIB_SRC := checkpoint/job/plan.c checkpoint/base/util.c \
+	common/syncdir.c common/addr.c tests/unit/unit.c
+CKPT_UNIT_TESTS := $(patsubst tests/unit/ckpt/%.c,$(BUILD)/tests/ckpt/%,\
+	$(wildcard tests/unit/ckpt/test_*.c))
+$(BUILD)/tests/ckpt/%: tests/unit/ckpt/%.c $(CKPT_UNIT_LIB_SRC)
+	$(call quiet,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CKPT_INCLUDES) -Itests/unit \
+		$(SAN_FLAGS) -o $@ $< $(CKPT_UNIT_LIB_SRC)
 
-# No call or include upward between rackd's layers, no cycle between
-# folders; `tests/layers.py --picture` draws them.
+check-unit: $(UNIT_TESTS) $(CKPT_UNIT_TESTS)
+	$(Q)set -e; for t in $(UNIT_TESTS) $(CKPT_UNIT_TESTS); do $$t; done
+
+# No call or include upward between the layers of rackd and of rackckpt,
+# no cycle between folders; `tests/layers.py --picture` draws them.
 .PHONY: check-layers
 check-layers:
 	$(Q)$(PYTHON) tests/layers.py
@@ -153,6 +179,9 @@ $(BUILD)/fuzz/fuzz_engine: $(call obj,fuzz-obj,$(FUZZ_ENGINE_SRC))
 	$(call quiet,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)clang $(FUZZ_ENGINE_FLAGS) -fsanitize=fuzzer -o $@ $^ $(pkg_libs)
+
+# rackckpt's targets see its headers, not rackd's.
+$(BUILD)/fuzz/fuzz_plan: INCLUDES := $(CKPT_INCLUDES)
 
 # Each run's log goes to build/fuzz/NAME.log, what it found to
 # build/fuzz/NAME-crash-...; a failure prints the log's tail.

@@ -7,12 +7,23 @@
 # cannot dump TCP sockets on kernels >= 6.16; 4.2.1 does both.
 #
 # Usage: packaging/build-criu.sh [PREFIX]
+#        packaging/build-criu.sh --print-urls   where it would fetch from
+#        packaging/build-criu.sh --fetch        fetch and check it only
 #   PREFIX        install prefix (or env CRIU_PREFIX; default build/criu
 #                 under the repository); the binary goes to PREFIX/sbin/criu
 #   CRIU_SRC_DIR  where the tarball is fetched and unpacked
 #                 (default build/criu-src under the repository)
 #   CRIU_URL      fetch the tarball from here instead (still checksummed)
 #   JOBS          make -j (default 2)
+#
+# The tarball comes from the Debian archive this machine's apt uses: the
+# address of each archive in its sources (sources.list, sources.list.d,
+# one-line or deb822; APT_CONFIG is honoured), with the archive's pool
+# path, fetched by apt's own downloader (apt-helper), so that a site's
+# mirror, proxy (Acquire::http::Proxy) and credentials (auth.conf) apply.
+# The security archive is skipped (it has no such file). Last,
+# snapshot.debian.org, which keeps every file Debian ever published, for
+# a mirror that carries bookworm only.
 #
 # Idempotent: packages already installed are not touched, a verified
 # tarball is reused, and nothing is built when PREFIX/sbin/criu already
@@ -30,8 +41,8 @@ CRIU_VERSION=4.2.1
 CRIU_TARBALL=criu_4.2.1.orig.tar.xz
 CRIU_SHA256=29ec0ee09e296479fe7048c80980e8ef1d0684d0b0204c2b101dfea19f6725b9
 CRIU_SHA1=943aa42a53e9678fee0c8cb85c544afa2d331229
-CRIU_URLS="https://deb.debian.org/debian/pool/main/c/criu/$CRIU_TARBALL
-	https://snapshot.debian.org/file/$CRIU_SHA1"
+CRIU_POOL=pool/main/c/criu
+CRIU_SNAPSHOT="https://snapshot.debian.org/file/$CRIU_SHA1"
 
 # What `make criu` needs on bookworm: protoc (protobuf-compiler) with the
 # protoc-gen-c plugin (protobuf-c-compiler) and google/protobuf/descriptor.proto
@@ -96,8 +107,38 @@ sha256_ok() {
 	[ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$CRIU_SHA256" ]
 }
 
+# The archives of apt's sources, each once, in apt's order.
+archive_uris() {
+	apt-get indextargets --no-release-info --format '$(REPO_URI) $(RELEASE)' \
+		'Identifier: Packages' 2>/dev/null |
+		while read -r uri release; do
+			case "$release" in
+			*-security) ;;
+			*) printf '%s\n' "${uri%/}" ;;
+			esac
+		done | awk '!seen[$0]++'
+}
+
+urls() {
+	if [ -n "${CRIU_URL:-}" ]; then
+		printf '%s\n' "$CRIU_URL"
+		return
+	fi
+	for uri in $(archive_uris); do
+		printf '%s/%s/%s\n' "$uri" "$CRIU_POOL" "$CRIU_TARBALL"
+	done
+	printf '%s\n' "$CRIU_SNAPSHOT"
+}
+
+APT_HELPER=/usr/lib/apt/apt-helper
+
 fetch() { # URL FILE
-	if command -v curl >/dev/null 2>&1; then
+	if [ -x "$APT_HELPER" ]; then
+		# apt's downloader: the site's proxy and credentials apply;
+		# it checks the hash too.
+		"$APT_HELPER" download-file "$1" "$2" "SHA256:$CRIU_SHA256" \
+			>/dev/null 2>&1
+	elif command -v curl >/dev/null 2>&1; then
 		curl -fsSL --retry 2 -m 300 -o "$2" "$1"
 	elif command -v wget >/dev/null 2>&1; then
 		wget -q -T 60 -O "$2" "$1"
@@ -114,7 +155,7 @@ get_tarball() {
 		return 0
 	fi
 	mkdir -p "$SRC_DIR"
-	for url in ${CRIU_URL:-$CRIU_URLS}; do
+	for url in $(urls); do
 		say "fetching $url"
 		rm -f "$tarball.part"
 		if fetch "$url" "$tarball.part" && sha256_ok "$tarball.part"; then
@@ -160,6 +201,17 @@ install_bin() {
 	install -m 0755 "$src/criu/criu" "$CRIU.new"
 	mv -f "$CRIU.new" "$CRIU"
 }
+
+case "${1:-}" in
+--print-urls)
+	urls
+	exit 0
+	;;
+--fetch)
+	get_tarball
+	exit 0
+	;;
+esac
 
 if have_version "$CRIU"; then
 	say "criu $CRIU_VERSION already installed, nothing to build"

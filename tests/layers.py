@@ -1,18 +1,23 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""rackd's layering, checked from its sources (`make check-layers`).
+"""The layering of rackd and of rackckpt, checked from their sources
+(`make check-layers`).
 
-Folders are layers, lowest first (README "Architecture"). A file may
-include a header, or call a function declared in one, of its own layer
-or a lower one, never a higher one; between folders there is no cycle.
-News travels up through what the upper layer installed (event notifier,
-ops tables, handler tables, callbacks): calls through a pointer
-(`d->reload(...)`, `ops->path_down(...)`) are not calls by name and are
-not edges here. Inside a folder, cycles between modules are allowed only
-when listed in ALLOWED_CYCLES with the reason.
+Each program's folders are layers, lowest first (README "Architecture",
+checkpoint/README.md "Layers"). A file may include a header, or call a
+function declared in one, of its own layer or a lower one, never a
+higher one; between folders there is no cycle; a quoted include names a
+header of the program's own layers. News travels up through what the
+upper layer installed (event notifier, ops tables, handler tables,
+callbacks): calls through a pointer (`d->reload(...)`,
+`ops->path_down(...)`) are not calls by name and are not edges here.
+Inside a folder, cycles between modules are allowed only when listed in
+ALLOWED_CYCLES with the reason. The programs are checked apart: they
+share only common/.
 
     tests/layers.py            check; exit 1 and say why on a violation
     tests/layers.py --picture  print the layers and who calls whom
+    tests/layers.py --root DIR check the sources in DIR instead
 """
 
 import re
@@ -22,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # Lowest first. A layer is a list of folders (or single files).
-LAYERS = [
+RACKD_LAYERS = [
     ("lib", ["common", "edp"],
      "shared with rackctl and rackckpt: addresses, control protocol, "
      "netlink requests, racks' option and keys"),
@@ -41,6 +46,33 @@ LAYERS = [
     ("main", ["rackd/main.c", "rackd/daemon.c", "rackd/daemon.h"],
      "main.c wires the layers together; daemon.c starts, reloads, stops"),
 ]
+
+RACKCKPT_LAYERS = [
+    ("lib", ["common"],
+     "shared with rackd: addresses, control protocol and its client, "
+     "netlink requests, lo host addresses"),
+    ("base", ["checkpoint/base"],
+     "messages, allocation, whole-file writes, clocks, exec and exit"),
+    ("proc", ["checkpoint/proc"],
+     "process and CRIU handling: a tree's sockets from /proc, running "
+     "CRIU, addresses on lo, nftables guards and CRIU's locks"),
+    ("state", ["checkpoint/state"],
+     "image and socket state: the checkpoint directory's files, the "
+     "connections' state from and to rackd"),
+    ("relay", ["checkpoint/relay"],
+     "the relay: byte pumps, the wrapper of `run`, the loopback agent, "
+     "the destination's bridge, the relay file and hello lines"),
+    ("move", ["checkpoint/move"],
+     "process trees: dump, restore (one, or a group), a node's checks "
+     "(probe), clean-ups after a move, move through a command prefix"),
+    ("job", ["checkpoint/job"],
+     "MPI jobs: mpirun and the job's controller, the ranks' enlistment, "
+     "requests to the controller, remote steps, plans, the mover"),
+    ("cli", ["checkpoint/cli"],
+     "the command line: subcommand table, options, output"),
+]
+
+PROGRAMS = [("rackd", RACKD_LAYERS), ("rackckpt", RACKCKPT_LAYERS)]
 
 # Cycles between modules of one folder that are accepted, with why
 # (frozenset of module paths -> reason). None today.
@@ -63,10 +95,10 @@ def strip(text):
     return re.sub(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)", " ", text)
 
 
-def layer_files():
-    """{path: layer index} for every .c and .h of the layers."""
+def layer_files(layers):
+    """{path: layer index} for every .c and .h of LAYERS."""
     files = {}
-    for i, (_, paths, _) in enumerate(LAYERS):
+    for i, (_, paths, _) in enumerate(layers):
         for p in paths:
             full = REPO / p
             found = [full] if full.is_file() else \
@@ -113,7 +145,10 @@ def scan(files):
         src = module(path)
         for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
             target = headers.get(inc.rsplit("/", 1)[-1])
-            if target and module(target) != src:
+            if not target:
+                problems.append(f'{path}: #include "{inc}" is no header '
+                                f"of this program's layers")
+            elif module(target) != src:
                 edges.setdefault((src, module(target)), set()).add(
                     f'#include "{inc}"')
         code = strip(text)
@@ -156,13 +191,13 @@ def sccs(nodes, succ):
     return out
 
 
-def check(files, edges):
+def check(layers, files, edges):
     layer_of = {module(p): files[p] for p in files}
     errors = []
     for (a, b), why in sorted(edges.items()):
         if layer_of[b] > layer_of[a]:
-            errors.append(f"upward: {a} ({LAYERS[layer_of[a]][0]}) -> {b} "
-                          f"({LAYERS[layer_of[b]][0]}): "
+            errors.append(f"upward: {a} ({layers[layer_of[a]][0]}) -> {b} "
+                          f"({layers[layer_of[b]][0]}): "
                           + ", ".join(sorted(why)))
     fsucc, msucc = {}, {}
     for (a, b) in edges:
@@ -182,7 +217,7 @@ def check(files, edges):
     return errors
 
 
-def picture(files, edges):
+def picture(layers, files, edges):
     calls = {}
     for (a, b) in edges:
         calls.setdefault(a, set()).add(b)
@@ -199,8 +234,8 @@ def picture(files, edges):
                                 if folder(d) == folder(m)], default=-1)
         return depth[m]
 
-    for i in reversed(range(len(LAYERS))):
-        name, paths, what = LAYERS[i]
+    for i in reversed(range(len(layers))):
+        name, paths, what = layers[i]
         print(f"{i} {name:8} {' '.join(paths)}: {what}")
         for m in sorted(by_layer.get(i, ()), key=lambda m: (-rank(m), m)):
             deps = sorted(calls.get(m, ()))
@@ -211,19 +246,25 @@ def picture(files, edges):
 
 
 def main(argv):
-    files = layer_files()
-    edges, problems = scan(files)
-    if "--picture" in argv:
-        picture(files, edges)
-    errors = problems + check(files, edges)
-    for e in errors:
-        print("layers:", e, file=sys.stderr)
-    if errors:
-        return 1
-    if "--picture" not in argv:
-        print(f"layers: {len(files)} files in {len(LAYERS)} layers, "
-              f"{len(edges)} module dependencies, none upward, no cycle")
-    return 0
+    global REPO
+    if "--root" in argv:
+        REPO = Path(argv[argv.index("--root") + 1])
+    failed = False
+    for program, layers in PROGRAMS:
+        files = layer_files(layers)
+        edges, problems = scan(files)
+        if "--picture" in argv:
+            print(f"{program}:")
+            picture(layers, files, edges)
+        errors = problems + check(layers, files, edges)
+        for e in errors:
+            print(f"layers: {program}: {e}", file=sys.stderr)
+        failed |= bool(errors)
+        if not errors and "--picture" not in argv:
+            print(f"layers: {program}: {len(files)} files in {len(layers)} "
+                  f"layers, {len(edges)} module dependencies, none upward, "
+                  "no cycle")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Programs that CRIU dumps are started with ``nsenter --net`` (testbed's
 private mount namespace that CRIU does not dump.
 """
 
+import json
 import os
 import re
 import shutil
@@ -126,18 +127,21 @@ def relay_dir(tmpdir_path, monkeypatch):
 
 def test_help_lists_commands_and_the_man_page_documents_every_option():
     proc = rackckpt("--help", check=True)
-    for cmd in ("dump", "restore", "run", "migrate"):
+    for cmd in ("mpirun", "jobs", "migrate", "evacuate", "dump", "restore",
+                "move", "run", "probe", "unlock", "abort"):
         assert re.search(rf"^  {cmd} ", proc.stdout, re.M), proc.stdout
     options = set(re.findall(r"--([a-z][a-z-]+)", proc.stdout))
     assert {"criu", "allow-unmanaged", "wait", "timeout", "relay-fd",
             "relay-env", "relay-loopback-env", "relay-addr", "socket", "to",
-            "to-socket"} <= options
+            "to-socket", "with", "openmpi", "trees", "pids", "json", "keep",
+            "job", "ckpt-dir", "mpirun"} <= options
     page = MAN.read_text()
     documented = {o.replace("\\-", "-") for o in
                   re.findall(r"Fl \\-((?:[a-z]|\\-)+)", page)}
     assert options <= documented, options - documented
     assert set(re.findall(r"^\.It Cm (\w+)", page, re.M)) >= {
-        "dump", "restore", "run", "migrate", "help"}
+        "mpirun", "jobs", "migrate", "evacuate", "dump", "restore", "move",
+        "run", "probe", "unlock", "abort", "help"}
 
 
 def test_man_page_is_lint_clean():
@@ -161,9 +165,26 @@ def test_man_page_is_lint_clean():
     (["run", "--relay-loopback-env", "X=1", "--", "true"],
      "--relay-loopback-env needs a variable name"),
     (["frobnicate"], "unknown command 'frobnicate'"),
-    (["migrate", "1", "/tmp/d"], "migrate needs --to CMD"),
-    (["dump", "--to", "ssh c", "1", "/tmp/d"], "options of migrate"),
-    (["migrate", "--to", "true", "1", "/tmp/a dir"], "paths may only hold"),
+    (["move", "1", "/tmp/d"], "move needs --to CMD"),
+    (["dump", "--to", "ssh c", "1", "/tmp/d"], "options of move"),
+    (["move", "--to", "true", "1", "/tmp/a dir"], "paths may only hold"),
+    (["dump", "--with", "1x", "2", "/tmp/d"], "--with needs process ids"),
+    (["restore", "--wait", "/tmp/a", "/tmp/b"], "--wait takes one DIR"),
+    (["probe", "--pids", "12", ], "--pids needs PID:START"),
+    (["probe", "--trees", "a,b"], "--trees needs process ids"),
+    (["unlock"], "usage: rackckpt unlock DIR..."),
+    (["abort"], "usage: rackckpt abort DIR..."),
+    (["mpirun"], "usage: rackckpt mpirun"),
+    (["mpirun", "--ckpt-dir"], "option --ckpt-dir needs an argument"),
+    (["jobs", "x"], "usage: rackckpt jobs"),
+    (["migrate", "1", "0"], "usage: rackckpt migrate"),
+    (["migrate", "one", "0", "--to", "c"], "JOB must be a job number"),
+    (["migrate", "1", "x", "--to", "c"], "RANK must be rank numbers"),
+    (["migrate", "1", "0", "--to", "c", "--to", "d"], "one destination"),
+    (["migrate", "1", "0", "--to", "c", "--timeout", "0"], "--timeout needs"),
+    (["migrate", "--job", "1", "1", "0", "--to", "c"], "--job needs"),
+    (["evacuate", "c"], "usage: rackckpt evacuate"),
+    (["evacuate", "--job", "x", "a", "--to", "c"], "--job needs a job"),
 ])
 def test_bad_usage_is_exit_2_with_a_message(args, message):
     proc = rackckpt(*args)
@@ -252,10 +273,9 @@ def test_restore_refuses_an_incomplete_directory(topo, tmpdir_path):
     assert "racks.state is incomplete" in proc.stderr
     # Complete, but the old pid is taken here: CRIU could not restore it.
     sleeper = topo.b.popen(["sleep", "60"], stdout=subprocess.DEVNULL)
-    # `ip netns exec` becomes sleep once it has entered the namespace: on
-    # a busy machine that is later than popen() returning.
+    # `ip netns exec` runs first under that pid, then becomes sleep.
     testbed.wait_until(lambda: Path(f"/proc/{sleeper.pid}/comm").read_text()
-                       == "sleep\n", 5, "ip netns exec to become sleep")
+                       == "sleep\n", 10, "sleep to run")
     (tmpdir_path / "rackckpt.info").write_text(
         f"format=1\nsource_pid={sleeper.pid}\n")
     (tmpdir_path / "racks.state").write_text("racks-state 1\nend 0\n")
@@ -380,9 +400,11 @@ def test_relayed_child_moves_to_another_host(topo, tmpdir_path, relay_dir,
         # A's only IPv4 address is the listener's, which B will have on
         # its lo: the wrapper is reached at A's IPv6 address instead.
         assert f"relay_addr={topo.addr['a']['v6']}" in info
-        # CRIU's per-connection lock stays behind on A after the dump.
+        # CRIU's per-connection lock is gone from A: nothing outside the
+        # tree sends to its loopback pair or its listener.
         table = re.search(r"^criu_lock_table=(.*)$", info, re.M).group(1)
-        assert f"table {table}" in testbed.tables(topo.a)
+        assert "criu_lock_dropped=1" in info
+        assert f"table {table}" not in testbed.tables(topo.a)
         assert (target / "racks.state").read_text() == "racks-state 1\nend 0\n"
         for name in ("rackckpt.info", "racks.state"):
             assert (target / name).stat().st_mode & 0o777 == 0o600
@@ -576,7 +598,8 @@ def test_dump_and_restore_hand_connections_to_rackd(topo, tmpdir_path):
         proc = rackckpt("-S", fake_b.sock.getsockname(), "restore", target,
                         ns=topo.b)
         assert proc.returncode == 1
-        assert "CRIU restore failed" in proc.stderr
+        assert "CRIU restore of " in proc.stderr and " failed (exited 1)" \
+            in proc.stderr
         assert "--- last lines of" in proc.stderr
         assert fake_b.requests == [("status", []), ("import", [("state", line)]),
                                    ("release", [("id", "100")])]
@@ -587,9 +610,9 @@ def test_dump_and_restore_hand_connections_to_rackd(topo, tmpdir_path):
         proc = rackckpt("-S", fake_b.sock.getsockname(), "restore", target,
                         ns=topo.b)
         assert proc.returncode == 0, proc.stderr
-        assert re.match(r"1 connection\(s\) connected again \d+\.\d{3} s after "
-                        r"the dump started \(restore took \d+\.\d{3} s\)",
-                        proc.stdout), proc.stdout
+        assert re.search(r"^process \d+: 1 connection\(s\) connected again "
+                         r"\d+\.\d{3} s after the dump started \(restore "
+                         r"took \d+\.\d{3} s\)$", proc.stdout, re.M), proc.stdout
         assert fake_b.requests == [("status", []), ("import", [("state", line)]),
                                    ("restored", [("id", "100")]),
                                    ("show", [("id", "100")])]
@@ -654,7 +677,7 @@ def netns_of(pid):
 
 
 def test_migrate_checks_the_destination_then_moves(topo, tmpdir_path):
-    """migrate refuses a destination without rackd, changing nothing; with
+    """move refuses a destination without rackd, changing nothing; with
     one, the process ends up running in B's namespace."""
     need_criu()
     rackd_a = topo.start_rackd("a")
@@ -671,14 +694,14 @@ def test_migrate_checks_the_destination_then_moves(topo, tmpdir_path):
     to = " ".join(topo.b.exec_prefix(nsenter=True))
     env = {**os.environ, "PATH": f"{Path(RACKCKPT).parent}:{os.environ['PATH']}"}
     try:
-        proc = rackckpt("-S", rackd_a.sock, "migrate", "--to", to,
+        proc = rackckpt("-S", rackd_a.sock, "move", "--to", to,
                         "--to-socket", tmpdir_path / "none.sock", pid,
                         target, ns=topo.a, env=env)
         assert proc.returncode == 1
         assert "the destination has no rackd answering" in proc.stderr
         assert alive(pid) and not target.exists()
         rackd_b = topo.start_rackd("b")
-        proc = rackckpt("-S", rackd_a.sock, "migrate", "--to", to,
+        proc = rackckpt("-S", rackd_a.sock, "move", "--to", to,
                         "--to-socket", rackd_b.sock, pid, target,
                         ns=topo.a, env=env)
         assert proc.returncode == 0, proc.stderr
@@ -842,3 +865,109 @@ def test_loopback_connection_follows_the_moved_child(topo, tmpdir_path,
                 continue
             if alive(p) and ("rackckpt" in cmdline or "RACKS_TEST_URI" in cmdline):
                 os.kill(p, signal.SIGKILL)
+
+
+def restored_kill(*pids, marks=("rackckpt", "RACKS_TEST_URI", "child.py")):
+    """Kill what a test restored (not our children), if still theirs."""
+    for p in pids:
+        try:
+            cmdline = Path(f"/proc/{p}/cmdline").read_text()
+        except FileNotFoundError:
+            continue
+        if alive(p) and any(m in cmdline for m in marks):
+            os.kill(p, signal.SIGKILL)
+
+
+def test_relayed_child_moves_again_and_back(topo, tmpdir_path, relay_dir):
+    """The loopback client under the agent moves A -> B, then B -> A: the
+    keeper of the first restore on B relays it and writes its relay file,
+    so the second dump finds the wrapper (on A) through it; B's keeper
+    then ends quietly, and the wrapper takes the connections of the
+    restore on A. Every round arrives in order, the half-close reaches
+    the server through the keeper on A (told first: eof=3), and the
+    server accepted one connection in all."""
+    need_criu()
+    rackd_a = topo.start_rackd("a")
+    rackd_b = topo.start_rackd("b")
+    server = topo.a.popen([testbed.PYTHON, "-c", LOOPBACK_SERVER])
+    port = int(testbed.read_line(server, 10, "the loopback server").split()[1])
+    rounds = 300
+    wrapper = topo.a.popen(
+        [RACKCKPT, "run", "--relay-loopback-env", "RACKS_TEST_URI", "--",
+         testbed.PYTHON, "-c", LOOPBACK_CLIENT, rounds], nsenter=True,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "RACKS_TEST_URI": f"7.0;tcp4://127.0.0.1:{port}"})
+    pid = int(testbed.read_line(wrapper, 10, "the child's first line").split()[1])
+    agent = int(Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children")
+                .read_text().split()[0])
+    lines = [testbed.read_line(wrapper, 10, "a tick") for _ in range(10)]
+    try:
+        hops = [(topo.a, rackd_a, topo.b, rackd_b), (topo.b, rackd_b, topo.a, rackd_a)]
+        for i, (src, rk_src, dst, rk_dst) in enumerate(hops):
+            target = tmpdir_path / f"ckpt{i}"
+            dump = rackckpt("-S", rk_src.sock, "dump", agent, target, ns=src)
+            assert dump.returncode == 0, dump.stderr
+            info = (target / "rackckpt.info").read_text()
+            # The wrapper stays on A: both dumps name A's address.
+            assert f"relay_addr={topo.addr['a']['v4']}\n" in info, info
+            testbed.wait_until(lambda: not any(Path(f"/proc/{p}").exists()
+                                               for p in (agent, pid)),
+                               5, "the dumped tree's pids")
+            restore = rackckpt("-S", rk_dst.sock, "restore", target, ns=dst)
+            assert restore.returncode == 0, restore.stderr
+            assert netns_of(agent) == os.stat(f"/run/netns/{dst.name}").st_ino
+            # The keeper writes the relay file once CRIU is done.
+            relay = relay_dir / str(agent)
+            testbed.wait_until(lambda: relay.exists() and
+                               f"addr={topo.addr['a']['v4']}\n" in
+                               relay.read_text(), 5, "the keeper's relay file")
+            lines += [testbed.read_line(wrapper, 10, "a tick") for _ in range(10)]
+        while True:
+            try:
+                lines.append(testbed.read_line(wrapper, 20, "a tick"))
+            except testbed.TestbedError:
+                break
+        assert wrapper.wait(10) == 6, wrapper.stderr.read()
+        assert lines == [f"tick {i}" for i in range(rounds)] + \
+            [f"total {rounds} conn 1"]
+        # Every relayer cleaned up after itself.
+        testbed.wait_until(lambda: not list(relay_dir.iterdir()), 5,
+                           "the relay files to go")
+    finally:
+        restored_kill(agent, pid)
+
+
+# --- jobs without MPI: what the job commands say when there is nothing ------
+
+def test_job_commands_without_jobs(tmp_path):
+    """No controller runs: jobs lists none (a socket left by a dead one
+    is not a job), migrate names the missing job and changes nothing,
+    evacuate has nothing to move; mpirun refuses a fork agent of the
+    user's own before it starts anything."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "3.sock").write_text("")          # a dead controller's
+    (jobs / "3.lock").write_text("")          # and its lock, not held
+    env = {**os.environ, "RACKS_JOBS_DIR": str(jobs)}
+    proc = rackckpt("jobs", env=env)
+    assert (proc.returncode, proc.stdout) == \
+        (0, "no jobs (rackckpt mpirun starts them)\n"), proc
+    proc = rackckpt("jobs", "--json", env=env)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {"jobs": []}
+    proc = rackckpt("migrate", "3", "0", "--to", "node7", env=env)
+    assert proc.returncode == 1, proc
+    assert "job 3: refused: job 3's controller does not answer" in \
+        proc.stdout, proc
+    proc = rackckpt("migrate", "--json", "4", "0", "--to", "node7", env=env)
+    assert proc.returncode == 1, proc
+    report = json.loads(proc.stdout)
+    assert report == {"job": 4, "ok": False, "ranks": [],
+                      "error": "no job 4 (rackckpt jobs lists them)"}, report
+    proc = rackckpt("evacuate", "node4", "--to", "node7", env=env)
+    assert (proc.returncode, proc.stdout) == \
+        (0, "no jobs (rackckpt mpirun starts them): nothing to move\n"), proc
+    proc = rackckpt("mpirun", "--mca", "orte_fork_agent", "valgrind", "-np",
+                    "1", "true", env=env)
+    assert proc.returncode == 2, proc
+    assert "rackckpt sets orte_fork_agent itself" in proc.stderr
+    assert sorted(p.name for p in jobs.iterdir()) == ["3.lock", "3.sock"]

@@ -1033,6 +1033,47 @@ class Topology:
         self.wait_reachable(src=name, dst="a", timeout=timeout)
         return ns
 
+    # --- a host on another host's own segment (tests/test_hostile.py) ---
+
+    LAN_HOST_NUMBER = 66     # its address in the segment: 10.71.N.66
+
+    def add_lan_host(self, name, beside="a", timeout=10):
+        """One more host, NAME (a free letter), on BESIDE's own L2 segment,
+        as an attacker on the same LAN would be: a macvlan (bridge mode)
+        on R's interface towards BESIDE, moved into NAME's namespace as
+        its eth0, with 10.71.N.66/24 and fd71:N::66/64 of BESIDE's subnet.
+
+        It talks to BESIDE directly (ARP/ND on the shared wire), but not
+        to R: a macvlan never reaches its own lower device. Everything
+        else of the topology is unchanged (R's interface, cuts, moves).
+        Returns its Netns once it pings BESIDE in both families."""
+        if not re.fullmatch(r"[c-qs-z]", name) or name in self._nodes:
+            raise ValueError(f"host name {name!r}: one free letter c-z, not r")
+        rif, n = self.router_iface(beside), self._subnet[beside]
+        ns = Netns(self.tag + name)
+        run(["ip", "netns", "add", ns.name])
+        self._created.append(ns.name)
+        self._nodes[name] = ns
+        self.addr[name] = {
+            "v4": str(v4_net(n).network_address + self.LAN_HOST_NUMBER),
+            "v6": str(v6_net(n).network_address + self.LAN_HOST_NUMBER)}
+        self.prefix[name] = {"v4": 24, "v6": 64}
+        ns.ip("link", "set", "lo", "up")
+        ns.sysctls(HOST_SYSCTLS)
+        mv = f"m{name}"
+        self.r.ip("link", "add", "link", rif, "name", mv, "type", "macvlan",
+                  "mode", "bridge")
+        self.r.ip("link", "set", mv, "netns", ns.name)
+        ns.ip_batch([
+            f"link set {mv} name {HOST_IFACE}",
+            f"link set {HOST_IFACE} up",
+            f"addr add {self.addr[name]['v4']}/24 dev {HOST_IFACE}",
+            f"addr add {self.addr[name]['v6']}/64 dev {HOST_IFACE} nodad",
+        ])
+        for family in ("v4", "v6"):
+            wait_for_ping(ns, self.addr[beside][family], timeout)
+        return ns
+
     def other(self, host):
         self.router_iface(host)
         return "b" if host == "a" else "a"

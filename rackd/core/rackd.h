@@ -47,6 +47,7 @@ struct rackd_stats {
 	uint64_t synack;
 	uint64_t syn_retransmit;
 	uint64_t syn_live_socket;	/* new ISN on a live socket: ignored */
+	uint64_t syn_splice_taken;	/* new connection on a splice's tuple */
 	uint64_t synack_unmatched;	/* SYN-ACK without a known SYN */
 	uint64_t conns_total;
 	uint64_t conns_expired;		/* handshake never completed */

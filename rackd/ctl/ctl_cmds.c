@@ -208,6 +208,7 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "synack", s->synack);
 	put_u64(out, "syn_retransmit", s->syn_retransmit);
 	put_u64(out, "syn_live_socket", s->syn_live_socket);
+	put_u64(out, "syn_splice_taken", s->syn_splice_taken);
 	put_u64(out, "synack_unmatched", s->synack_unmatched);
 	put_u64(out, "connections_total", s->conns_total);
 	put_u64(out, "connections_expired", s->conns_expired);

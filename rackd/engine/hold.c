@@ -121,16 +121,35 @@ static void hold_take(struct rackd *d, struct conn *c)
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
 }
 
+static void hold_again(struct rackd *d, struct conn *c)
+{
+	c->hold->resuming = false;
+	c->state = CONN_SUSPENDED;
+	c->state_since = loop_now();
+	c->suspensions++;
+	d->live->stats.suspensions++;
+	event_post(&d->events, EVENT_SUSPEND, c, NULL);
+	loop_timer_arm(d->loop, &c->expiry, d->cfg->max_suspend_ms);
+}
+
 void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 {
 	char err[256];
 	unsigned held = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (conns[i]->hold)
+		struct conn *c = conns[i];
+
+		if (c->hold) {
+			/* Still resuming when its path went silent again: held
+			 * again (it never left the set), as suspended as the
+			 * others, and counted so. */
+			if (c->hold->resuming)
+				hold_again(d, c);
 			continue;
-		conns[held++] = conns[i];	/* only these join the set */
-		hold_take(d, conns[i]);
+		}
+		conns[held++] = c;	/* only these join the set */
+		hold_take(d, c);
 	}
 	if (held_sets(d, conns, held, true, err, sizeof(err)))
 		log_warnx("holding %u connection(s): %s", held, err);

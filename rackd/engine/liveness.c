@@ -429,6 +429,10 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 		loop_timer_arm(d->loop, &p->timer, d->cfg->retry_interval_ms);
 		return;
 	}
+	/* Some stay (another connection travels where they would go): the
+	 * path lives on with them, and tries again later. */
+	if (moving < count)
+		loop_timer_arm(d->loop, &p->timer, d->cfg->retry_interval_ms);
 	for (unsigned i = 0; i < moving; i++) {
 		d->live->ops->moving(batch[i]);
 		np = live_move(d, batch[i], true);	/* frees p at the end */

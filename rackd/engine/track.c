@@ -13,6 +13,7 @@
 #include "channel.h"
 #include "csum.h"
 #include "event.h"
+#include "inject.h"
 #include "hold.h"
 #include "liveness.h"
 #include "log.h"
@@ -293,6 +294,41 @@ static bool offer_synack(struct rackd *d, struct conn *c)
 	return false;
 }
 
+/*
+ * A new connection on the very tuple a spliced connection's segments
+ * travel with: the kernel, which knows nothing of splices, handed it out
+ * (an ephemeral port) or a peer chose it. The splicing rules would
+ * rewrite its segments into the spliced connection's socket, so it
+ * cannot be: refused, our own at once (a RST to the connecting socket,
+ * whose connect() then fails and may be tried again from another port),
+ * a peer's by dropping its SYN.
+ */
+static bool splice_taken(struct rackd *d, const struct packet *p,
+			 bool outbound, struct queue *q,
+			 const struct queue_packet *qp)
+{
+	struct endpoint local, remote;
+	struct conn *other;
+
+	packet_endpoints(p, outbound, &local, &remote);
+	other = conn_lookup_wire(&d->conns, &local, &remote);
+	if (!other || !conn_spliced(other))
+		return false;
+	d->stats.syn_splice_taken++;
+	if (outbound) {
+		struct inject_segment rst = {
+			.src = &remote, .dst = &local, .ack = p->seq + 1,
+			.flags = TCP_FLAG_RST | TCP_FLAG_ACK,
+		};
+
+		if (inject_send(d->inject, &rst))
+			d->edp.send_errors++;
+	}
+	conn_log(other, "a new connection on its spliced tuple refused");
+	queue_verdict(q, qp->id, NF_DROP);
+	return true;
+}
+
 static void track_syn(struct rackd *d, struct queue *q,
 		      const struct queue_packet *qp, const struct packet *p,
 		      bool outbound)
@@ -302,6 +338,8 @@ static void track_syn(struct rackd *d, struct queue *q,
 	bool usable;
 
 	d->stats.syn++;
+	if (!c && splice_taken(d, p, outbound, q, qp))
+		return;
 	if (c && c->dir == dir && syn_end(c)->isn == p->seq) {
 		/* A retransmission, also of a SYN whose SYN-ACK is already
 		 * on its way: the state it reached stands. */

@@ -271,6 +271,30 @@ TEST(test_forged_ack_ends_no_resumption)
 	teardown();
 }
 
+/* The path goes silent again while a connection still resumes: held
+ * again, suspended and counted, its window closed as before. */
+TEST(test_resuming_connection_held_again)
+{
+	struct conn *c = setup();
+	struct packet p = segment(TCP_FLAG_ACK | TCP_FLAG_PSH, 1101, 2051, 100);
+
+	hold_segment(&d, c, &p);
+	fake_progress.unacked = 2;
+	fake_progress.backoff = 1;
+	hold_end(&d, &c, 1);
+	CHECK(c->hold != NULL && c->hold->resuming);
+	CHECK_EQ_INT(c->state, CONN_CONNECTED);
+	hold_begin(&d, &c, 1);
+	CHECK(c->hold != NULL && !c->hold->resuming);
+	CHECK_EQ_INT(c->state, CONN_SUSPENDED);
+	CHECK_EQ_INT(c->suspensions, 2);
+	CHECK_EQ_INT(d.held, 1);
+	CHECK_EQ_INT(c->expiry.deadline, fake_now + d.cfg->max_suspend_ms);
+	/* Its segments are answered again, not let through. */
+	CHECK_EQ_INT(hold_segment(&d, c, &p), NF_DROP);
+	teardown();
+}
+
 TEST(test_abort_after_max_suspend)
 {
 	struct conn *c = setup();
@@ -334,6 +358,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_peer_traffic_resumes),
 	UNIT(test_forged_segments_resume_nothing),
 	UNIT(test_forged_ack_ends_no_resumption),
+	UNIT(test_resuming_connection_held_again),
 	UNIT(test_abort_after_max_suspend),
 	UNIT(test_nudge_winds_back_an_unheld_socket),
 	UNIT(test_failed_set_update_still_holds_in_memory),

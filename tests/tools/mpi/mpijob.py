@@ -130,14 +130,43 @@ def nsmap(topo, hosts):
     return " ".join(f"{topo.addr[h]['v4']}={topo.ns(h).name}" for h in hosts)
 
 
+def host_list(addrs):
+    """mpirun's --host and --map-by for one rank per entry of addrs, in
+    order: 'A,B,C' by node, or 'A:1,B:1,D:2' by slot when an address
+    repeats (its ranks are then consecutive)."""
+    counts = {}
+    for a in addrs:
+        counts[a] = counts.get(a, 0) + 1
+    if len(counts) == len(addrs):
+        return ",".join(addrs), "node"
+    return ",".join(f"{a}:{n}" for a, n in counts.items()), "slot"
+
+
+def rackckpt_mpirun(addrs, program, args=(), ckpt_dir=None, extra=(),
+                    binary=RACKCKPT):
+    """`rackckpt mpirun`'s argv: what a user gives mpirun on this test-bed
+    (the hosts, the "ssh", the interfaces); rackckpt adds the rest."""
+    hostlist, by = host_list(addrs)
+    return [str(binary), "mpirun",
+            *(["--ckpt-dir", str(ckpt_dir)] if ckpt_dir else []),
+            "--mpirun", IMPLS["openmpi"]["launcher"],
+            "-np", str(len(addrs)), "--host", hostlist, "--map-by", by,
+            "--mca", "plm_rsh_agent", str(NSRSH),
+            "--mca", "plm_rsh_no_tree_spawn", "1",
+            "--mca", "btl_tcp_if_include", "eth0",
+            "--mca", "oob_tcp_if_include", "10.71.0.0/16",
+            *map(str, extra), str(program), *map(str, args)]
+
+
 def command(impl, addrs, program, args=(), wrapper=(), launcher_addr=None,
             extra=()):
     """The launcher's argv for one rank on each of addrs (in order)."""
-    n, hostlist = len(addrs), ",".join(addrs)
+    n = len(addrs)
+    hostlist, by = host_list(addrs)
     tail = [*map(str, wrapper), str(program), *map(str, args)]
     if impl == "openmpi":
         return [IMPLS[impl]["launcher"], "-np", str(n), "--host", hostlist,
-                "--map-by", "node", "--bind-to", "none",
+                "--map-by", by, "--bind-to", "none",
                 "--mca", "plm_rsh_agent", str(NSRSH),
                 "--mca", "plm_rsh_no_tree_spawn", "1",
                 "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
@@ -159,8 +188,20 @@ def command(impl, addrs, program, args=(), wrapper=(), launcher_addr=None,
     raise ValueError(f"unknown MPI implementation {impl!r}")
 
 
+def sockmap(topo, hosts):
+    """RACKS_MPI_SOCKMAP value: 'NETNS=SOCKET ...' of each host's rackd."""
+    pairs = []
+    for h in dict.fromkeys(hosts):
+        ns = topo.ns(h)
+        if ns.rackds:
+            pairs.append(f"{ns.name}={ns.rackds[-1].sock}")
+    return " ".join(pairs)
+
+
 def environment(impl, topo, hosts):
-    env = dict(os.environ, RACKS_MPI_NSMAP=nsmap(topo, hosts))
+    hosts = list(dict.fromkeys(hosts))
+    env = dict(os.environ, RACKS_MPI_NSMAP=nsmap(topo, hosts),
+               RACKS_MPI_SOCKMAP=sockmap(topo, hosts))
     if impl == "openmpi":
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     return env
@@ -339,7 +380,8 @@ def start_ready(topo, hosts, tries=2, timeout=30, say=print, **kwargs):
 
 
 def start(topo, hosts, seconds=30, impl="openmpi", launcher="r", args=(),
-          wrapper=None, wrapdir=None, extra=(), program=None, env=None):
+          wrapper=None, wrapdir=None, extra=(), program=None, env=None,
+          via_rackckpt=False, ckpt_dir=None, nodes=(), binary=RACKCKPT):
     """Start ring (SECONDS, then args) with one rank on each of hosts
     (test-bed names, rank i on hosts[i]); the launcher runs in namespace
     ``launcher`` (R by default). Every rank runs under ``wrapper`` (an
@@ -363,12 +405,20 @@ def start(topo, hosts, seconds=30, impl="openmpi", launcher="r", args=(),
         # R's side of the first host's subnet: hosts are .2, R is .1
         launcher_addr = (str(ipaddress.ip_address(addrs[0]) - 1) if launcher == "r"
                          else topo.addr[launcher]["v4"])
-    argv = command(impl, addrs, program, [seconds, *args], wrapper,
-                   launcher_addr, extra)
+    if via_rackckpt:
+        argv = rackckpt_mpirun(addrs, program, [seconds, *args], ckpt_dir,
+                               extra, binary)
+    else:
+        argv = command(impl, addrs, program, [seconds, *args], wrapper,
+                       launcher_addr, extra)
+    # The hosts ranks may move to are in the maps too, and theirs are
+    # the namespaces kill() searches.
+    everywhere = [*hosts, *nodes]
     proc = topo.ns(launcher).popen(argv, nsenter=True,
-                                   env={**environment(impl, topo, hosts),
+                                   env={**environment(impl, topo, everywhere),
                                         **(env or {})},
                                    stdin=subprocess.DEVNULL,
                                    start_new_session=True)
-    return Job(impl, proc, argv, list(hosts), [topo.ns(h).name for h in hosts],
+    return Job(impl, proc, argv, list(hosts),
+               list(dict.fromkeys(topo.ns(h).name for h in everywhere)),
                wrapdir)
