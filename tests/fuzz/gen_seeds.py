@@ -213,6 +213,12 @@ def crash_reproducers():
         [(SOCKDIAG_FAIL, 1), (HANDSHAKE, f0, out), (ADDR, 0, 1),
          (ADVANCE, 14), (RESTART, 1)],
         auto=False, suspend=1, max_suspend=1)
+    # Found on main at 5e45cc6: a move onto the tuple of a socket rackd
+    # does not track ([2001:db8::1]:443 -> [2001:db8:1::2]:443, older
+    # than rackd); the start-up scan of the next rackd adopts it.
+    crashes["move-onto-socket.bin"] = engine(
+        [(SOCK, flow(v6=1), 3, 0), (HANDSHAKE, flow(v6=1, local=1), out),
+         (LINK, 1, 0), (LINK, 0, 3), (RESTART, 1), (ADVANCE, MS_100)])
     path = os.path.join(os.path.dirname(SEEDS), "crashes")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():
