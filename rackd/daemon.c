@@ -383,6 +383,13 @@ static bool hand_over(struct rackd *d)
 	track_sweep(d);
 	if (state_write(d))
 		return false;
+	/* A connection the state file does not name (released or aborted,
+	 * its socket not closed yet) has no next rackd to take its splice
+	 * and kept address over: both go now, or the address would stay on
+	 * lo for good, the host owning an address it lost. */
+	for (struct conn *c = d->conns.head; c; c = c->next)
+		if (!conn_managed(c) && (c->mapped || c->kept_local))
+			splice_forget(d, c);
 	if (!d->splice->mapped && !d->held)
 		return false;
 	/* Nothing is diverted to a queue nobody will read (see

@@ -19,12 +19,9 @@
 #include "setup.h"
 #include "sockdiag.h"
 
-#define TCP_STATE_ESTABLISHED 1
-#define TCP_STATE_SYN_RECV 3
 /* How long the peer has to answer the heartbeat an ADOPT for a managed
  * connection makes us send, before we believe it forgot (readopt()). */
 #define READOPT_WAIT_MS 500
-#define TCP_STATE_NEW_SYN_RECV 12
 
 /* A connection's adoption, from its start until the ends agree. */
 struct conn_adopt {

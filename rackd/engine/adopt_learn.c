@@ -17,8 +17,6 @@
 #include "sockdiag.h"
 #include "splice.h"
 
-#define TCP_STATE_ESTABLISHED 1
-
 /*
  * Measured on Linux 6.18 (tests/test_adopt.py, which checks every learnt
  * value against the ISNs the other end saw in the handshake):

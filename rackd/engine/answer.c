@@ -15,8 +15,6 @@
  * announced (RFC 879's default, which every IPv4 and IPv6 path carries):
  * two segments per copy at most. */
 #define ANSWER_MIN_MSS 536
-/* include/net/tcp_states.h */
-#define TCP_STATE_ESTABLISHED 1
 
 static void send_announcement(struct rackd *d, const struct conn *c,
 			      const struct packet *fin)

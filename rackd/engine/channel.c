@@ -19,9 +19,6 @@
 /* What a message's numbers may have moved between its sender's reading
  * of them and ours, beyond the windows (tight checks). */
 #define TIGHT_MARGIN 65536
-/* include/net/tcp_states.h */
-#define TCP_STATE_SYN_SENT 2
-#define TCP_STATE_SYN_RECV 3
 
 int channel_handle(struct rackd *d, uint8_t type, channel_fn fn)
 {

@@ -14,12 +14,8 @@
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
+#include "sockdiag.h"
 #include "splice.h"
-
-/* Kernel TCP states (include/net/tcp_states.h). */
-#define TCP_STATE_FIN_WAIT2 5
-#define TCP_STATE_LAST_ACK 9
-#define TCP_STATE_CLOSING 11
 
 /* Reconnections of a working path are repeated this often until each is
  * acknowledged (reconnect.c spaces each connection's own further), and
@@ -402,14 +398,17 @@ void live_migrate(struct rackd *d, struct live_peer *p, const struct addr *src)
 	for (unsigned i = 0; i < count; i++) {
 		struct conn *c = batch[i];
 		struct endpoint wl = { .addr = *src, .port = c->wire_local.port };
-		struct conn *other = conn_lookup_wire(&d->conns, &wl,
-						      &c->wire_remote);
+		enum splice_tuple t = splice_tuple_check(d, c, &wl,
+							 &c->wire_remote, NULL);
 
-		/* Another connection travels there already: two cannot
-		 * share a tuple. This one stays where it is, held. */
-		if (other && other != c) {
-			conn_log(c, "cannot move: its new endpoints are "
-				    "another connection's");
+		/* Another connection or socket travels there already: two
+		 * cannot share a tuple. This one stays where it is, held. */
+		if (t != SPLICE_TUPLE_FREE) {
+			conn_log(c, t == SPLICE_TUPLE_CONN ?
+				 "cannot move: its new endpoints are another "
+				 "connection's" :
+				 "cannot move: a socket rackd does not track "
+				 "has its new endpoints");
 			d->live->stats.move_collisions++;
 			continue;
 		}

@@ -118,14 +118,22 @@ int migrate_import(struct rackd *d, struct conn **conns, unsigned n,
 		/* Its segments leave from this host's address, with the
 		 * socket's own port: the peer follows on RECONNECT. */
 		struct endpoint wl = { src, c->local.port };
-		struct conn *other = conn_lookup_wire(&d->conns, &wl,
-						      &c->wire_remote);
+		struct conn *other;
 
-		if (other && other != c) {
+		switch (splice_tuple_check(d, c, &wl, &c->wire_remote,
+					   &other)) {
+		case SPLICE_TUPLE_FREE:
+			break;
+		case SPLICE_TUPLE_CONN:
 			snprintf(err, errlen, "connection %llu would travel "
 				 "between the endpoints of connection %llu",
 				 (unsigned long long)c->id,
 				 (unsigned long long)other->id);
+			return -EADDRINUSE;
+		case SPLICE_TUPLE_SOCKET:
+			snprintf(err, errlen, "connection %llu would travel "
+				 "between the endpoints of a socket rackd "
+				 "does not manage", (unsigned long long)c->id);
 			return -EADDRINUSE;
 		}
 		conn_set_wire(&d->conns, c, &wl, NULL);

@@ -310,7 +310,6 @@ static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
 	struct conn_edp *e = c->edp;
 	struct endpoint wl = { .addr = p->dst, .port = p->dport };
 	struct endpoint wr = { .addr = p->src, .port = p->sport };
-	struct conn *other;
 
 	if (!e->rc_claim || loop_now() - e->rc_claim_ms > RECONNECT_CLAIM_MS ||
 	    !endpoint_equal(&wl, &e->rc_claim_local) ||
@@ -326,10 +325,10 @@ static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
 		d->reconnect->stats.refused_replay++;
 		return NF_DROP;
 	}
-	/* Another connection travels there: the kernel could not tell the
-	 * two apart (its segments would be spliced into this socket). */
-	other = conn_lookup_wire(&d->conns, &wl, &wr);
-	if (other && other != c) {
+	/* Another connection or socket travels there: the kernel could not
+	 * tell the two apart (its segments would be spliced into this
+	 * socket). */
+	if (splice_tuple_check(d, c, &wl, &wr, NULL) != SPLICE_TUPLE_FREE) {
 		d->reconnect->stats.refused_collision++;
 		return NF_DROP;
 	}
@@ -491,11 +490,11 @@ int reconnect_set_peer(struct rackd *d, struct conn *c,
 		struct endpoint wl = { src, batch[i]->wire_local.port };
 		struct endpoint wr = { peer->addr, with_port ? peer->port :
 				       batch[i]->wire_remote.port };
-		struct conn *other = conn_lookup_wire(&d->conns, &wl, &wr);
-
 		/* Two connections cannot share the tuple their segments
-		 * travel with: the kernel could not tell them apart. */
-		if (other && other != batch[i]) {
+		 * travel with, nor one with a socket rackd does not track:
+		 * the kernel could not tell them apart. */
+		if (splice_tuple_check(d, batch[i], &wl, &wr, NULL) !=
+		    SPLICE_TUPLE_FREE) {
 			ret = -EADDRINUSE;
 			goto undo;
 		}

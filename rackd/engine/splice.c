@@ -10,6 +10,7 @@
 #include "log.h"
 #include "rackd.h"
 #include "ruleset.h"
+#include "sockdiag.h"
 #include "splicemap.h"
 
 static void entry_of(const struct conn *c, bool installed,
@@ -141,6 +142,30 @@ static int run(struct rackd *d, struct conn *const *conns, unsigned n,
 int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n)
 {
 	return n ? run(d, conns, n, true, true) : 0;
+}
+
+enum splice_tuple splice_tuple_check(struct rackd *d, const struct conn *c,
+				     const struct endpoint *wl,
+				     const struct endpoint *wr,
+				     struct conn **other)
+{
+	struct conn *o = conn_lookup_wire(&d->conns, wl, wr);
+	int state;
+
+	if (other)
+		*other = o;
+	if (o && o != c)
+		return SPLICE_TUPLE_CONN;
+	if (endpoint_equal(wl, &c->local) && endpoint_equal(wr, &c->remote))
+		return SPLICE_TUPLE_FREE;
+	/* A socket in TIME_WAIT or closing has nothing left to receive;
+	 * when the kernel cannot say, the tuple is taken: the move is tried
+	 * again later, where sharing a tuple would not heal. */
+	state = sockdiag_state(wl, wr);
+	if (state == -ENOENT || state == TCP_STATE_TIME_WAIT ||
+	    state == TCP_STATE_CLOSE)
+		return SPLICE_TUPLE_FREE;
+	return SPLICE_TUPLE_SOCKET;
 }
 
 void splice_keep_local(struct rackd *d, struct conn *c)

@@ -34,6 +34,21 @@ void splice_forget(struct rackd *d, struct conn *c);
 #define SPLICE_EVENTS (EVENT_BIT(EVENT_CLOSING) | EVENT_BIT(EVENT_GONE))
 void splice_event(void *arg, enum event_type type, struct conn *c,
 		  const char *reason);
+/* Whether C's segments may travel between WL and WR: no other
+ * connection travels there (*OTHER is set to it when one does), and no
+ * socket rackd does not track (older than rackd, or not adopted yet) has
+ * that tuple. Either would share it with C, and the kernel could not tell
+ * the two apart: the maps would rewrite the other's segments into C's
+ * socket. C's own socket may have it (a move back home). */
+enum splice_tuple {
+	SPLICE_TUPLE_FREE,
+	SPLICE_TUPLE_CONN,	/* another connection's (*OTHER) */
+	SPLICE_TUPLE_SOCKET,	/* a socket rackd does not track */
+};
+enum splice_tuple splice_tuple_check(struct rackd *d, const struct conn *c,
+				     const struct endpoint *wl,
+				     const struct endpoint *wr,
+				     struct conn **other);
 /* The map entries of every spliced connection, as nft commands: a new
  * table gets them in the transaction that creates it (its chains' rules
  * from ruleset_chains_write()). */

@@ -26,11 +26,6 @@
 #include "setup.h"
 #include "sockdiag.h"
 
-/* Kernel TCP states (include/net/tcp_states.h) the sweep acts on. */
-#define TCP_STATE_ESTABLISHED 1
-#define TCP_STATE_TIME_WAIT 6
-#define TCP_STATE_CLOSE 7
-
 /* Rewritten packets are built here: rackd is single-threaded. */
 static uint8_t rewrite_buf[0xffff];
 
@@ -408,7 +403,6 @@ static void track_syn(struct rackd *d, struct queue *q,
 accept:
 	queue_verdict(q, qp->id, NF_ACCEPT);
 }
-
 
 /* Whether SYN-ACK P acknowledges the SYN E: its SYN, and with TCP Fast
  * Open some or all of the data the SYN carried. */

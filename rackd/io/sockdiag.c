@@ -21,8 +21,6 @@
 #define MNL_SOCKET_DUMP_SIZE 32768	/* libmnl >= 1.0.5 defines it */
 #endif
 
-#define TCP_STATE_LISTEN 10
-
 struct dump_ctx {
 	sockdiag_fn fn;
 	void *arg;

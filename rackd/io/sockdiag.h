@@ -48,6 +48,23 @@ struct sockdiag_progress {
 #define SOCKDIAG_OPT_SACK 2
 #define SOCKDIAG_OPT_WSCALE 4
 
+/* The kernel's TCP states (include/net/tcp_states.h), as sockdiag_state()
+ * and the dumps report them. */
+enum tcp_state {
+	TCP_STATE_ESTABLISHED = 1,
+	TCP_STATE_SYN_SENT = 2,
+	TCP_STATE_SYN_RECV = 3,
+	TCP_STATE_FIN_WAIT1 = 4,
+	TCP_STATE_FIN_WAIT2 = 5,
+	TCP_STATE_TIME_WAIT = 6,
+	TCP_STATE_CLOSE = 7,
+	TCP_STATE_CLOSE_WAIT = 8,
+	TCP_STATE_LAST_ACK = 9,
+	TCP_STATE_LISTEN = 10,
+	TCP_STATE_CLOSING = 11,
+	TCP_STATE_NEW_SYN_RECV = 12,
+};
+
 /* Look up the socket LOCAL <-> REMOTE and read its tcp_info. */
 int sockdiag_progress(const struct endpoint *local,
 		      const struct endpoint *remote,

@@ -149,7 +149,8 @@ def engine_seeds():
 
 def crash_reproducers():
     """The bugs fuzz_engine found, each as the shortest sequence that
-    shows it (tests/fuzz/crashes/README.md says what each is)."""
+    shows it (tests/fuzz/BUGS.md says what each is). All are fixed:
+    they are seeds now (bug-NAME.bin), so every fuzz run replays them."""
     out = 1
     f0 = flow()
     f2 = flow(remote=1)        # f0's local end, another peer host
@@ -219,10 +220,10 @@ def crash_reproducers():
     crashes["move-onto-socket.bin"] = engine(
         [(SOCK, flow(v6=1), 3, 0), (HANDSHAKE, flow(v6=1, local=1), out),
          (LINK, 1, 0), (LINK, 0, 3), (RESTART, 1), (ADVANCE, MS_100)])
-    path = os.path.join(os.path.dirname(SEEDS), "crashes")
+    path = os.path.join(SEEDS, "engine")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():
-        with open(os.path.join(path, name), "wb") as f:
+        with open(os.path.join(path, "bug-" + name), "wb") as f:
             f.write(data)
 
 

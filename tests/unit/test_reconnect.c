@@ -132,6 +132,20 @@ int splice_apply(struct rackd *d, struct conn *const *conns, unsigned n)
 	return 0;
 }
 
+/* The conn table's half of the real check; unit tests have no kernel
+ * sockets to collide with. */
+enum splice_tuple splice_tuple_check(struct rackd *d, const struct conn *c,
+				     const struct endpoint *wl,
+				     const struct endpoint *wr,
+				     struct conn **other)
+{
+	struct conn *o = conn_lookup_wire(&d->conns, wl, wr);
+
+	if (other)
+		*other = o;
+	return o && o != c ? SPLICE_TUPLE_CONN : SPLICE_TUPLE_FREE;
+}
+
 void hold_begin(struct rackd *d, struct conn **conns, unsigned n)
 {
 	(void)d, (void)conns;
