@@ -61,7 +61,7 @@ __attribute__((noreturn, format(printf, 4, 5)))
 void fz_violation(const char *file, int line, const char *cond,
 		  const char *fmt, ...);
 /* Whether bug ID is listed in RACKS_FUZZ_KNOWN: its check steps aside
- * (long runs looking for others; tests/fuzz/crashes/README.md). */
+ * (long runs looking for others; tests/fuzz/BUGS.md). */
 bool fz_known(const char *id);
 /* A debug line on stderr when RACKS_FUZZ_LOG is set (reproducing). */
 __attribute__((format(printf, 1, 2)))

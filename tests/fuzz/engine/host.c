@@ -42,7 +42,7 @@ void fz_violation(const char *file, int line, const char *cond,
 
 /*
  * Known bugs, named in RACKS_FUZZ_KNOWN (comma-separated; see
- * tests/fuzz/crashes/README.md): their checks step aside, so that a long
+ * tests/fuzz/BUGS.md): their checks step aside, so that a long
  * run finds the others. Never set by make check.
  */
 bool fz_known(const char *id)

@@ -99,7 +99,7 @@ static void to_wire(struct fz_seg *s, bool unspliced)
 /* ---- netfilter ---- */
 
 /*
- * Known bugs (tests/fuzz/crashes/README.md) step aside when listed in
+ * Known bugs (tests/fuzz/BUGS.md) step aside when listed in
  * RACKS_FUZZ_KNOWN: the segment that would set one off goes nowhere.
  *  syn-reuse         a SYN on the tuple of a connection rackd manages
  *  abort-keeps-keys  an ADOPT for a connection aborted with its keys

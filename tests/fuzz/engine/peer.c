@@ -254,6 +254,10 @@ static void confirmed(struct fz_peer *p, const struct fz_seg *s,
 		return;
 	p->hb_in = m->counter;
 	p->claim = false;
+	/* A late copy of this confirmation, behind the next claim, is
+	 * stale, not forged: rackd's MAC was right. */
+	memcpy(p->old_challenges[p->nold++ % 4], p->challenge,
+	       EDP_CHALLENGE_LEN);
 	p->ours = s->src;
 	p->away = false;
 	send_numbered(p, EDP_RECONNECT_ACK, m->counter);
