@@ -62,6 +62,19 @@ static bool handshake_over(int state)
 }
 
 /*
+ * The kernel's state of C's socket. An incoming entry may stand for any
+ * sender's SYN (a flood of them fills the half-open entries): asking
+ * for it is paced with the other questions that unauthenticated
+ * segments cause; -EAGAIN when not asked.
+ */
+static int handshake_state(struct rackd *d, struct conn *c)
+{
+	if (c->dir == CONN_INCOMING && !rackd_unauth_query(d))
+		return -EAGAIN;
+	return sockdiag_state(&c->local, &c->remote);
+}
+
+/*
  * C is still in its handshake when it should be decided. The SYN-ACK it
  * needed may never have come by rackd while the kernel finished the
  * handshake plain: a SYN delayed behind its plain retransmission (same
@@ -69,13 +82,13 @@ static bool handshake_over(int state)
  * SYN-ACK answered the plain copy before the offer arrived. The kernel
  * says where the handshake is: over, it is adopted (or released when
  * adoption cannot help); still under way (or no socket shown yet: a
- * request socket may not be), it is looked at again until syn_timeout;
- * then forgotten.
+ * request socket may not be; or not asked), it is looked at again until
+ * syn_timeout; then forgotten.
  */
 static void handshake_expire(struct rackd *d, struct conn *c)
 {
 	uint64_t age = loop_now() - c->created_mono;
-	int state = sockdiag_state(&c->local, &c->remote);
+	int state = handshake_state(d, c);
 
 	if (handshake_over(state)) {
 		if (c->offered &&

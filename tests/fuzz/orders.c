@@ -31,10 +31,18 @@
  *      adopting, or released with a named reason;
  *   3. in the end the two agree: with a racks peer both are managed
  *      under the same key (conn id), directly or by adoption; with a
- *      plain peer ours is released and says why.
+ *      plain peer ours is released and says why (or, our end the
+ *      server, never saw the connection: only offers are diverted).
+ * A second, short table holds handshakes that never finish (a socket
+ * reset, SYNs or SYN-ACKs lost): forgotten at once, kept in `handshake`
+ * while the kernel may still finish it (until syn_timeout), or released
+ * with set-up's reason.
+ *
+ * Our end is the real engine; the other is peer.c's model of a rackd,
+ * not a second engine (the engine's state is one instance per process).
  * The fuzzer's invariants (engine/check.c) hold after every step. A
- * failing row prints its name and what it saw; RACKS_FUZZ_LOG=1 and
- * ORDERS_ROW=N trace one row.
+ * failing row prints its name and what it saw; RACKS_FUZZ_LOG=1 with
+ * ORDERS_ROW=N traces one row (ORDERS_FATES=1: and the second table).
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -617,11 +625,121 @@ static bool run_row(const struct row *r, unsigned index)
 	return ok;
 }
 
+/*
+ * ---- handshakes that never finish ----
+ *
+ * Not an order but a fate: what our end does with a handshake that is
+ * still not over when setup_timeout comes (a real one, which the kernel
+ * may still finish until syn_timeout), or whose socket went.
+ */
+enum fate { FATE_REFUSED, FATE_UNANSWERED, FATE_SYNACK_LOST, FATE_MAX };
+
+/* Our entry at setup_timeout after the first SYN, and at syn_timeout. */
+enum fate_state { F_GONE, F_HANDSHAKE, F_RELEASED, F_ANY };
+
+struct fate_row {
+	enum fate fate;
+	int family;
+	const char *name;
+	enum role role;
+	enum fate_state at_setup, at_syn;
+};
+
+static const struct fate_row fates[] = {
+	{ FATE_REFUSED, 0, "v4 our-client: socket reset before any "
+	  "SYN-ACK: forgotten at setup_timeout", REAL_CLIENT, F_GONE, F_GONE },
+	{ FATE_REFUSED, 1, "v6 our-client: socket reset before any "
+	  "SYN-ACK: forgotten at setup_timeout", REAL_CLIENT, F_GONE, F_GONE },
+	{ FATE_UNANSWERED, 0, "v4 our-client: SYNs unanswered: in its "
+	  "handshake until syn_timeout", REAL_CLIENT, F_HANDSHAKE, F_GONE },
+	{ FATE_UNANSWERED, 1, "v6 our-client: SYNs unanswered: in its "
+	  "handshake until syn_timeout", REAL_CLIENT, F_HANDSHAKE, F_GONE },
+	/* Its SYN-ACK went by us: set-up's deadline, then its reason (the
+	 * sweep forgets it once the kernel drops the request). */
+	{ FATE_SYNACK_LOST, 0, "v4 our-server: every SYN-ACK lost: "
+	  "released (setup_timeout) at setup_timeout", REAL_SERVER,
+	  F_RELEASED, F_ANY },
+	{ FATE_SYNACK_LOST, 1, "v6 our-server: every SYN-ACK lost: "
+	  "released (setup_timeout) at setup_timeout", REAL_SERVER,
+	  F_RELEASED, F_ANY },
+};
+
+static bool fate_is(const struct conn *c, enum fate_state want)
+{
+	switch (want) {
+	case F_GONE:
+		return !c;
+	case F_HANDSHAKE:
+		return c && c->state == CONN_HANDSHAKE;
+	case F_RELEASED:
+		return c && c->state == CONN_RELEASED &&
+		       c->unmanaged != UNMANAGED_NO;
+	default:
+		return true;
+	}
+}
+
+static bool to_peer(const struct fz_pkt *w)
+{
+	return w->to_peer;
+}
+
+static bool run_fate(const struct fate_row *f, unsigned index)
+{
+	struct row r = { .family = f->family };
+	struct rackd *d = &the_d;
+	unsigned n = (unsigned)f->family;
+	struct conn *c;
+	uint64_t t0;
+	bool ok = true;
+
+	snprintf(r.name, sizeof(r.name), "%s", f->name);
+	current = f->name;
+	start(d, 100000 + index);
+	fz_net_loses = f->fate == FATE_REFUSED ? NULL : to_peer;
+	fz_auto = true;
+	t0 = fz_now;
+	if (f->role == REAL_CLIENT)
+		fz_kernel_connect(n, fz_rand(), 0x0f);
+	else
+		fz_peer_connect(n, fz_rand(), 1, false);
+	settle(d);
+	if (f->fate == FATE_REFUSED) {
+		/* A RST (or the application closing) before any SYN-ACK:
+		 * the wire and the peer never said a word. */
+		fz_net_loses = to_peer;
+		fz_socks[n].exists = false;
+	}
+	/* The kernel goes on retransmitting meanwhile. */
+	for (uint64_t rto = 1000; rto < 30000; rto *= 2) {
+		advance_to(d, t0 + rto);
+		if (f->role == REAL_CLIENT)
+			fz_kernel_retransmit(n);
+		else
+			fz_peer_retransmit_syn(n);
+		settle(d);
+	}
+	advance_to(d, t0 + d->cfg->setup_timeout_ms + 1);
+	c = our_conn(d, n);
+	if (!fate_is(c, f->at_setup))
+		ok = fail(&r, "at setup_timeout: %s (%s)", state_of(c),
+			  why_of(c));
+	advance_to(d, t0 + d->cfg->syn_timeout_ms + 1);
+	c = our_conn(d, n);
+	if (!fate_is(c, f->at_syn))
+		ok = fail(&r, "at syn_timeout: %s (%s)", state_of(c),
+			  why_of(c));
+	fz_net_loses = NULL;
+	stop(d);
+	return ok;
+}
+
 int main(void)
 {
 	static struct row rows[8192];
 	const char *only = getenv("ORDERS_ROW");
 	unsigned nrows, failed = 0, ran = 0, fam[2] = { 0, 0 };
+	unsigned fates_ran = 0, fates_failed = 0;
 
 	fz_tracing = getenv("RACKS_FUZZ_LOG") != NULL;
 	signal(SIGABRT, on_abort);
@@ -642,10 +760,18 @@ int main(void)
 			failed++;
 		}
 	}
+	for (unsigned i = 0; (!only || getenv("ORDERS_FATES")) &&
+	     i < sizeof(fates) / sizeof(fates[0]); i++) {
+		fates_ran++;
+		if (!run_fate(&fates[i], i))
+			fates_failed++;
+	}
+	printf("handshake_orders: %u handshakes that never finish (IPv4 and "
+	       "IPv6), %u failed\n", fates_ran, fates_failed);
 	printf("handshake_orders: %u orders (IPv4 %u, IPv6 %u), %u passed, "
 	       "%u failed; connected at once %u, by adoption %u; plain "
 	       "peer: released %u, never seen %u\n", ran, fam[0], fam[1],
 	       ran - failed, failed, ended_direct, ended_adopted,
 	       ended_released, ended_unseen);
-	return failed ? 1 : 0;
+	return failed || fates_failed ? 1 : 0;
 }
