@@ -42,7 +42,8 @@
  * not a second engine (the engine's state is one instance per process).
  * The fuzzer's invariants (engine/check.c) hold after every step. A
  * failing row prints its name and what it saw; RACKS_FUZZ_LOG=1 with
- * ORDERS_ROW=N traces one row (ORDERS_FATES=1: and the second table).
+ * ORDERS_ROW=N traces one row (ORDERS_FATES=1: and the second table);
+ * ORDERS_LIST=1 lists the rows.
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -747,6 +748,11 @@ int main(void)
 	if (sodium_init() < 0)
 		return 2;
 	nrows = make_rows(rows, sizeof(rows) / sizeof(rows[0]));
+	if (getenv("ORDERS_LIST")) {
+		for (unsigned i = 0; i < nrows; i++)
+			printf("%u %s\n", i, rows[i].name);
+		return 0;
+	}
 	for (unsigned i = 0; i < nrows; i++) {
 		if (only && (unsigned)atoi(only) != i)
 			continue;
