@@ -186,7 +186,8 @@ $(BUILD)/fuzz/fuzz_engine: $(call obj,fuzz-obj,$(FUZZ_ENGINE_SRC))
 # input (crafted segments, raw.c, are not among its orders); run by
 # check-unit. Its objects are the fuzzer's (their coverage hooks unused:
 # the sanitizer runtime has them).
-ORDERS_SRC := tests/fuzz/orders.c \
+ORDERS_SRC := tests/fuzz/orders.c tests/fuzz/orders_world.c \
+	tests/fuzz/orders_fates.c \
 	$(filter-out tests/fuzz/fuzz_engine.c tests/fuzz/engine/raw.c,\
 	$(FUZZ_ENGINE_SRC))
 $(BUILD)/tests/handshake_orders: $(call obj,fuzz-obj,$(ORDERS_SRC))

@@ -45,33 +45,24 @@
  * ORDERS_ROW=N traces one row (ORDERS_FATES=1: and the second table);
  * ORDERS_LIST=1 lists the rows.
  */
-#include <signal.h>
-#include <stdarg.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "adopt.h"
-#include "daemon.h"
 #include "engine/engine.h"
-#include "engine/wrap.h"
 #include "keystate.h"
 #include "option.h"
+#include "orders.h"
 #include "packet.h"
-#include "state.h"
 
-/* Never there: the built-in defaults (setup_timeout 5 s, syn_timeout
- * 30 s) are what the rows run with. */
-#define CONFIG_PATH "/nonexistent/racks-orders.conf"
 /* The kernel retransmits an unanswered SYN after its initial RTO. */
 #define SYN_RTO_MS 1000
 /* Long enough for every adoption to have ended (adopt.h: 1 + 3 + 4 s of
  * ADOPTs, then set-up), short of syn_timeout. */
 #define FINAL_MS 25000
 
-enum role { REAL_SERVER, REAL_CLIENT };
 /* The last SYN of a row held back: not, until just after the handshake's
  * last ACK (ahead of the messages and data), until after everything. */
 enum late { LATE_NONE, LATE_AFTER_ACK, LATE_AFTER_ALL, LATE_MAX };
@@ -106,22 +97,8 @@ struct row {
 };
 
 static struct rackd the_d;
-static const char *current = "(none)";
 /* What the rows ended in, for the summary. */
 static unsigned ended_direct, ended_adopted, ended_released, ended_unseen;
-
-/* A violation of the fuzzer's invariants aborts: say which row. */
-static void on_abort(int sig)
-{
-	static const char what[] = "\nhandshake_orders: aborted in row ";
-
-	(void)sig;
-	if (write(2, what, sizeof(what) - 1) < 0 ||
-	    write(2, current, strlen(current)) < 0 || write(2, "\n", 1) < 0)
-		_exit(134);
-	signal(SIGABRT, SIG_DFL);
-	raise(SIGABRT);
-}
 
 /* ---- the rows ---- */
 
@@ -219,64 +196,6 @@ static unsigned make_rows(struct row *rows, unsigned max)
 	return n;
 }
 
-/* ---- the world, as fuzz_engine.c starts and stops it ---- */
-
-static void start(struct rackd *d, unsigned seed)
-{
-	fz_rng_seed(seed);
-	fz_fake_reset();
-	fz_nft_reset();
-	fz_net_reset();
-	fz_peer_reset();
-	memset(fz_events, 0, sizeof(fz_events));
-	memset(d, 0, sizeof(*d));
-	d->cfg = config_defaults();
-	fz_wire(d);
-	d->config_path = CONFIG_PATH;
-	d->sock_path = "orders";
-	d->state->path = NULL;
-	fz_d = d;
-	daemon_start(d);
-	/* The addresses, as the rtnetlink dump reports them. */
-	for (int f = 0; f < 2; f++)
-		for (int i = 0; i < FZ_LOCAL_ADDRS; i++) {
-			struct rtnl_addr_event ev = {
-				.ifindex = fz_local_ifindex(i),
-				.prefix = { *fz_local_addr(f, i),
-					    f ? 64 : 24 },
-			};
-
-			fz_rtnl_addr(&ev);
-		}
-	fz_auto = false;
-	fz_net_settle();
-	fz_run_due();
-	fz_check(d);
-}
-
-static void stop(struct rackd *d)
-{
-	fz_d = NULL;
-	daemon_stop(d);
-	fz_fake_stopped(false);
-	fz_check_input_done();
-}
-
-/* A step of the event loop: the host's backlog, the timers due. */
-static void settle(struct rackd *d)
-{
-	fz_net_settle();
-	fz_run_due();
-	fz_check(d);
-}
-
-static void advance_to(struct rackd *d, uint64_t when)
-{
-	if (fz_now < when)
-		fz_advance(when - fz_now);
-	settle(d);
-}
-
 /* ---- a row's phases ---- */
 
 /* The client's SYNs on the wire (S1, then S2 a RTO later, then the
@@ -291,15 +210,15 @@ static void client_syns(struct rackd *d, const struct row *r, unsigned n,
 		fz_kernel_connect(n, fz_rand(), 0x0f);
 	else
 		fz_peer_connect(n, fz_rand(), 1, false);
-	settle(d);
+	orders_settle(d);
 	/* The first SYN waits its RTO on the way. */
-	advance_to(d, fz_now + SYN_RTO_MS);
+	orders_advance_to(d, fz_now + SYN_RTO_MS);
 	if (has[SYN_S2]) {
 		if (r->role == REAL_CLIENT)
 			fz_kernel_retransmit(n);
 		else
 			fz_peer_retransmit_syn(n);
-		settle(d);
+		orders_settle(d);
 	}
 	/* Wire: S1, [S2], then the copies. */
 	if (has[SYN_S1_DUP])
@@ -332,7 +251,7 @@ static void deliver_syns(struct rackd *d, const struct row *r,
 	for (unsigned i = 0; i < count; i++) {
 		fz_net_deliver_at(syn_position(has, done, r->syns[i]), false);
 		done[r->syns[i]] = true;
-		advance_to(d, fz_now + 1);
+		orders_advance_to(d, fz_now + 1);
 	}
 }
 
@@ -350,7 +269,7 @@ static void deliver_synacks(struct rackd *d, const struct row *r)
 							: first;
 
 		fz_net_deliver_at(at, false);
-		advance_to(d, fz_now + 1);
+		orders_advance_to(d, fz_now + 1);
 	}
 }
 
@@ -417,11 +336,11 @@ static void deliver_ack_then_late(struct rackd *d, const struct row *r)
 		    (s.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) != TCP_FLAG_ACK)
 			continue;
 		fz_net_deliver_at(i, false);
-		advance_to(d, fz_now + 1);
+		orders_advance_to(d, fz_now + 1);
 		break;
 	}
 	fz_net_deliver_at(0, false);
-	advance_to(d, fz_now + 1);
+	orders_advance_to(d, fz_now + 1);
 }
 
 /* The handshake's last ACKs, the first data and the first set-up
@@ -435,15 +354,15 @@ static void deliver_rest(struct rackd *d, const struct row *r, unsigned n)
 		deliver_ack_then_late(d, r);
 	fz_kernel_send(n, 100, false);
 	fz_peer_send(n, 100, false);
-	settle(d);
+	orders_settle(d);
 	count = fz_net_wire_count() - first;
 	for (; count; count--) {
 		fz_net_deliver_at(next_of(r->setup, first, count), false);
-		advance_to(d, fz_now + 1);
+		orders_advance_to(d, fz_now + 1);
 	}
 	if (r->late == LATE_AFTER_ALL) {
 		fz_net_deliver_at(0, false);
-		advance_to(d, fz_now + 1);
+		orders_advance_to(d, fz_now + 1);
 	}
 }
 
@@ -460,61 +379,28 @@ static void peer_adopts_again(struct rackd *d, unsigned n, uint64_t from)
 	const struct fz_peer *p = &fz_peers[n];
 
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
-		advance_to(d, from + at[i]);
+		orders_advance_to(d, from + at[i]);
 		if (p->racks && p->syn_offered && p->established &&
 		    !p->setup && !p->connected) {
 			fz_peer_message(n, 5, 0);
-			settle(d);
+			orders_settle(d);
 		}
 	}
 }
 
 /* ---- what a row asserts ---- */
 
-static struct conn *our_conn(struct rackd *d, unsigned n)
-{
-	struct endpoint l, rm;
-
-	fz_flow_endpoints(n, &l, &rm);
-	return conn_lookup(&d->conns, &l, &rm);
-}
-
-__attribute__((format(printf, 2, 3)))
-static bool fail(const struct row *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "handshake_orders: FAILED %s\n  ", r->name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	return false;
-}
-
-static const char *state_of(const struct conn *c)
-{
-	return c ? conn_state_name(c->state) : "(none)";
-}
-
-static const char *why_of(const struct conn *c)
-{
-	const char *why = c ? conn_unmanaged_name(c->unmanaged) : NULL;
-
-	return why ? why : "-";
-}
-
 /* 1: setup_timeout after our end saw it first, nobody in its handshake. */
-static bool check_decided(struct rackd *d, const struct row *r, unsigned n)
+static bool check_decided(struct rackd *d, unsigned n)
 {
 	const struct fz_peer *p = &fz_peers[n];
 
 	for (struct conn *c = d->conns.head; c; c = c->next)
 		if (c->state == CONN_HANDSHAKE)
-			return fail(r, "conn %llu still in handshake after "
+			return orders_fail("conn %llu still in handshake after "
 				    "setup_timeout", (unsigned long long)c->id);
 	if (!p->sock || !p->established)
-		return fail(r, "the peer's handshake is not over (its socket "
+		return orders_fail("the peer's handshake is not over (its socket "
 			    "%s)", p->sock ? "not established" : "gone");
 	return true;
 }
@@ -530,12 +416,12 @@ static bool never_ours(const struct row *r)
 
 static bool check_settled(struct rackd *d, const struct row *r, unsigned n)
 {
-	struct conn *c = our_conn(d, n);
+	struct conn *c = orders_conn(d, n);
 
 	if (!c && never_ours(r))
 		return true;
 	if (!c)
-		return fail(r, "our connection was forgotten");
+		return orders_fail("our connection was forgotten");
 	switch (c->state) {
 	case CONN_CONNECTED:
 	case CONN_ADOPTING:
@@ -543,9 +429,9 @@ static bool check_settled(struct rackd *d, const struct row *r, unsigned n)
 	case CONN_RELEASED:
 		if (c->unmanaged != UNMANAGED_NO)
 			return true;
-		return fail(r, "released without a reason");
+		return orders_fail("released without a reason");
 	default:
-		return fail(r, "in %s once set-up timed out", state_of(c));
+		return orders_fail("in %s once set-up timed out", orders_state(c));
 	}
 }
 
@@ -553,30 +439,30 @@ static bool check_settled(struct rackd *d, const struct row *r, unsigned n)
 static bool check_agree(struct rackd *d, const struct row *r, unsigned n)
 {
 	const struct fz_peer *p = &fz_peers[n];
-	struct conn *c = our_conn(d, n);
+	struct conn *c = orders_conn(d, n);
 
 	if (!c && never_ours(r)) {
 		ended_unseen++;
 		return true;
 	}
 	if (!c)
-		return fail(r, "our connection was forgotten");
+		return orders_fail("our connection was forgotten");
 	if (!r->peer_racks) {
 		if (c->state == CONN_RELEASED && c->unmanaged != UNMANAGED_NO) {
 			ended_released++;
 			return true;
 		}
-		return fail(r, "with a plain peer: %s (%s), not released "
-			    "with a reason", state_of(c), why_of(c));
+		return orders_fail("with a plain peer: %s (%s), not released "
+			    "with a reason", orders_state(c), orders_why(c));
 	}
 	if (c->state != CONN_CONNECTED || !p->connected)
-		return fail(r, "ours %s (%s, adoption %s), the peer's %s",
-			    state_of(c), why_of(c),
+		return orders_fail("ours %s (%s, adoption %s), the peer's %s",
+			    orders_state(c), orders_why(c),
 			    conn_adoption_name(c->adoption),
 			    p->connected ? "connected" :
 			    p->setup ? "in set-up" : "not set up");
 	if (!c->edp || c->edp->conn_id != p->conn_id)
-		return fail(r, "connected under different keys");
+		return orders_fail("connected under different keys");
 	if (c->adoption == ADOPTION_DONE)
 		ended_adopted++;
 	else
@@ -588,7 +474,7 @@ static bool check_agree(struct rackd *d, const struct row *r, unsigned n)
  * connection (a late SYN is its first), or after the first SYN. */
 static uint64_t decide_by(struct rackd *d, unsigned n, uint64_t t0)
 {
-	struct conn *c = our_conn(d, n);
+	struct conn *c = orders_conn(d, n);
 	uint64_t from = c && c->created_mono > t0 ? c->created_mono : t0;
 
 	return from + d->cfg->setup_timeout_ms;
@@ -601,8 +487,8 @@ static bool run_row(const struct row *r, unsigned index)
 	bool has[SYN_MAX], done[SYN_MAX], ok;
 	uint64_t t0;
 
-	current = r->name;
-	start(d, index + 1);
+	orders_current = r->name;
+	orders_start(d, index + 1);
 	fz_peers[n].racks = r->peer_racks;
 	fz_net_loses = r->adopts_lost ? peer_adopt : NULL;
 	t0 = fz_now;
@@ -614,124 +500,14 @@ static bool run_row(const struct row *r, unsigned index)
 	fz_auto = true;
 	fz_net_drain();
 	peer_adopts_again(d, n, t0 + SYN_RTO_MS);
-	advance_to(d, decide_by(d, n, t0));
-	ok = check_decided(d, r, n);
+	orders_advance_to(d, decide_by(d, n, t0));
+	ok = check_decided(d, n);
 	/* Set-up starts with the SYN-ACK, a RTO after the first SYN. */
-	advance_to(d, t0 + SYN_RTO_MS + d->cfg->setup_timeout_ms + 100);
+	orders_advance_to(d, t0 + SYN_RTO_MS + d->cfg->setup_timeout_ms + 100);
 	ok = ok && check_settled(d, r, n);
-	advance_to(d, t0 + FINAL_MS);
+	orders_advance_to(d, t0 + FINAL_MS);
 	ok = ok && check_agree(d, r, n);
-	fz_net_loses = NULL;
-	stop(d);
-	return ok;
-}
-
-/*
- * ---- handshakes that never finish ----
- *
- * Not an order but a fate: what our end does with a handshake that is
- * still not over when setup_timeout comes (a real one, which the kernel
- * may still finish until syn_timeout), or whose socket went.
- */
-enum fate { FATE_REFUSED, FATE_UNANSWERED, FATE_SYNACK_LOST, FATE_MAX };
-
-/* Our entry at setup_timeout after the first SYN, and at syn_timeout. */
-enum fate_state { F_GONE, F_HANDSHAKE, F_RELEASED, F_ANY };
-
-struct fate_row {
-	enum fate fate;
-	int family;
-	const char *name;
-	enum role role;
-	enum fate_state at_setup, at_syn;
-};
-
-static const struct fate_row fates[] = {
-	{ FATE_REFUSED, 0, "v4 our-client: socket reset before any "
-	  "SYN-ACK: forgotten at setup_timeout", REAL_CLIENT, F_GONE, F_GONE },
-	{ FATE_REFUSED, 1, "v6 our-client: socket reset before any "
-	  "SYN-ACK: forgotten at setup_timeout", REAL_CLIENT, F_GONE, F_GONE },
-	{ FATE_UNANSWERED, 0, "v4 our-client: SYNs unanswered: in its "
-	  "handshake until syn_timeout", REAL_CLIENT, F_HANDSHAKE, F_GONE },
-	{ FATE_UNANSWERED, 1, "v6 our-client: SYNs unanswered: in its "
-	  "handshake until syn_timeout", REAL_CLIENT, F_HANDSHAKE, F_GONE },
-	/* Its SYN-ACK went by us: set-up's deadline, then its reason (the
-	 * sweep forgets it once the kernel drops the request). */
-	{ FATE_SYNACK_LOST, 0, "v4 our-server: every SYN-ACK lost: "
-	  "released (setup_timeout) at setup_timeout", REAL_SERVER,
-	  F_RELEASED, F_ANY },
-	{ FATE_SYNACK_LOST, 1, "v6 our-server: every SYN-ACK lost: "
-	  "released (setup_timeout) at setup_timeout", REAL_SERVER,
-	  F_RELEASED, F_ANY },
-};
-
-static bool fate_is(const struct conn *c, enum fate_state want)
-{
-	switch (want) {
-	case F_GONE:
-		return !c;
-	case F_HANDSHAKE:
-		return c && c->state == CONN_HANDSHAKE;
-	case F_RELEASED:
-		return c && c->state == CONN_RELEASED &&
-		       c->unmanaged != UNMANAGED_NO;
-	default:
-		return true;
-	}
-}
-
-static bool to_peer(const struct fz_pkt *w)
-{
-	return w->to_peer;
-}
-
-static bool run_fate(const struct fate_row *f, unsigned index)
-{
-	struct row r = { .family = f->family };
-	struct rackd *d = &the_d;
-	unsigned n = (unsigned)f->family;
-	struct conn *c;
-	uint64_t t0;
-	bool ok = true;
-
-	snprintf(r.name, sizeof(r.name), "%s", f->name);
-	current = f->name;
-	start(d, 100000 + index);
-	fz_net_loses = f->fate == FATE_REFUSED ? NULL : to_peer;
-	fz_auto = true;
-	t0 = fz_now;
-	if (f->role == REAL_CLIENT)
-		fz_kernel_connect(n, fz_rand(), 0x0f);
-	else
-		fz_peer_connect(n, fz_rand(), 1, false);
-	settle(d);
-	if (f->fate == FATE_REFUSED) {
-		/* A RST (or the application closing) before any SYN-ACK:
-		 * the wire and the peer never said a word. */
-		fz_net_loses = to_peer;
-		fz_socks[n].exists = false;
-	}
-	/* The kernel goes on retransmitting meanwhile. */
-	for (uint64_t rto = 1000; rto < 30000; rto *= 2) {
-		advance_to(d, t0 + rto);
-		if (f->role == REAL_CLIENT)
-			fz_kernel_retransmit(n);
-		else
-			fz_peer_retransmit_syn(n);
-		settle(d);
-	}
-	advance_to(d, t0 + d->cfg->setup_timeout_ms + 1);
-	c = our_conn(d, n);
-	if (!fate_is(c, f->at_setup))
-		ok = fail(&r, "at setup_timeout: %s (%s)", state_of(c),
-			  why_of(c));
-	advance_to(d, t0 + d->cfg->syn_timeout_ms + 1);
-	c = our_conn(d, n);
-	if (!fate_is(c, f->at_syn))
-		ok = fail(&r, "at syn_timeout: %s (%s)", state_of(c),
-			  why_of(c));
-	fz_net_loses = NULL;
-	stop(d);
+	orders_stop(d);
 	return ok;
 }
 
@@ -743,7 +519,6 @@ int main(void)
 	unsigned fates_ran = 0, fates_failed = 0;
 
 	fz_tracing = getenv("RACKS_FUZZ_LOG") != NULL;
-	signal(SIGABRT, on_abort);
 	fz_rng_install();
 	if (sodium_init() < 0)
 		return 2;
@@ -766,12 +541,8 @@ int main(void)
 			failed++;
 		}
 	}
-	for (unsigned i = 0; (!only || getenv("ORDERS_FATES")) &&
-	     i < sizeof(fates) / sizeof(fates[0]); i++) {
-		fates_ran++;
-		if (!run_fate(&fates[i], i))
-			fates_failed++;
-	}
+	if (!only || getenv("ORDERS_FATES"))
+		fates_failed = orders_run_fates(&the_d, &fates_ran);
 	printf("handshake_orders: %u handshakes that never finish (IPv4 and "
 	       "IPv6), %u failed\n", fates_ran, fates_failed);
 	printf("handshake_orders: %u orders (IPv4 %u, IPv6 %u), %u passed, "
