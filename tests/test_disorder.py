@@ -186,12 +186,19 @@ ORDERS = {
     "offer_duplicated_late": (
         "kinds=syn_opt,count=1,dup=1,dup_delay=400",
         [("syn_opt", "duplicated", 1)]),
+    # A stale copy of the offer long after set-up finished.
+    "offer_copy_after_setup": (
+        "kinds=syn_opt,count=1,dup=1,dup_delay=2000",
+        [("syn_opt", "duplicated", 1)]),
     # Copies of the SYN-ACK with the option.
     "synack_duplicated": (
         "kinds=synack_opt,count=1,dup=2",
         [("synack_opt", "duplicated", 2)]),
     "synack_duplicated_late": (
         "kinds=synack_opt,count=1,dup=1,dup_delay=400",
+        [("synack_opt", "duplicated", 1)]),
+    "synack_copy_after_setup": (
+        "kinds=synack_opt,count=1,dup=1,dup_delay=2000",
         [("synack_opt", "duplicated", 1)]),
     # The handshake's third segment behind the client's first data.
     "ack_behind_data": (
