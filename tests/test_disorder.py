@@ -345,3 +345,68 @@ def test_a_hundred_handshakes_in_disorder(topo, family):
           f"{stats['held_max']}")
     client.stdin.close()
     testbed.terminate([client, server])
+
+
+# --- the tool itself: what it counts is what the wire shows ------------------------------
+
+def checksum_ok(pkt):
+    """Whether a captured TCP segment's checksum is right (Scapy
+    recomputes it when it is deleted)."""
+    from scapy.all import TCP
+    l3 = pkt.payload.copy()
+    want = l3[TCP].chksum
+    del l3[TCP].chksum
+    return l3.__class__(bytes(l3))[TCP].chksum == want
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_disorder_does_what_it_counts(topo, tmp_path, family):
+    """Without rackd: disorder holds a plain SYN 1.3 s, copies a SYN-ACK
+    twice and holds one data segment 300 ms, and the captures on A and B
+    show exactly that: the SYN arrives 0.3 s behind its own retransmission
+    (its timestamp older), three identical SYN-ACKs with valid checksums,
+    the data segment behind later ones; the counters say the same."""
+    from scapy.all import TCP
+    box = topo.disorder(["kinds=syn,count=1,delay=1300",
+                         "kinds=synack,count=1,dup=2",
+                         "kinds=data,skip=2,count=1,delay=300"])
+    caps = {h: testbed.Capture(topo.ns(h), tmp_path / f"{h}.pcap",
+                               f"tcp port {PORT}") for h in "ab"}
+    server = echo_server(topo)
+    client = echo_client(topo, family, 3, rate=64 * 1024)
+    assert testbed.read_line(client, 10, "echocheck client") == "CONNECTED 1"
+    report = echo_result(client, server)
+    stats = box.stop()
+    pkts = {h: cap.packets() for h, cap in caps.items()}
+    kinds = stats["kinds"]
+    assert [r["acted"] for r in stats["rules"]] == [1, 1, 1], stats["rules"]
+    assert kinds["syn"]["delayed"] == 1 and kinds["syn"]["reordered"] == 1
+    assert kinds["synack"]["duplicated"] == 2
+    assert kinds["data"]["delayed"] == 1 and kinds["data"]["reordered"] >= 1
+    assert stats["held"] == 0 and stats["inject_errors"] == 0, stats
+    # The SYN: its retransmission first, the original 0.3 s behind it.
+    syns = [p for p in pkts["b"] if p[TCP].flags == "S"]
+    assert len(syns) == 2 and syns[0][TCP].seq == syns[1][TCP].seq, syns
+    ts = [dict(p[TCP].options)["Timestamp"][0] for p in syns]
+    assert ts[1] < ts[0], ts
+    gap = float(syns[1].time - syns[0].time)
+    assert 0.15 < gap < 0.6, gap
+    # The SYN-ACK and its two copies, all valid.
+    synacks = [p for p in pkts["a"] if p[TCP].flags == "SA"]
+    assert len(synacks) == 3 and len({p[TCP].seq for p in synacks}) == 1, \
+        synacks
+    assert all(checksum_ok(p) for p in synacks)
+    # The data segment held: behind a later one of its direction.
+    line = [entry for entry in box.log() if " data " in entry]
+    assert len(line) == 1, box.log()
+    words = line[0].split()
+    src, seq = words[2], int(words[6])
+    sport = int(src.rsplit(":", 1)[1])
+    dst = "b" if sport != PORT else "a"
+    flow = [p[TCP].seq for p in pkts[dst]
+            if p[TCP].sport == sport and len(p[TCP].payload)]
+    assert seq in flow, (seq, flow[:20])
+    assert max(flow[:flow.index(seq)]) > seq, (seq, flow[:20])
+    print(f"\n{family}: SYN {gap:.2f} s behind its retransmission, "
+          f"{len(synacks)} SYN-ACKs, data seq {seq} from {src} behind "
+          f"{flow.index(seq)} segment(s); echoed {report['echoed']} bytes")
