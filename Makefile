@@ -308,21 +308,33 @@ $(BUILD)/bench/%: bench/tools/%.c
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 # Programs the integration tests run (make test-tools, a prerequisite of
-# check and check-slow): wintrack, a window-tracking middlebox for the
-# test-bed's router (tests/tools/wintrack.c), built with the warnings; it
-# adds its queue rule with rackd's xt target module.
-WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c \
-	nft/xt_queue.c rackd/io/log.c
+# check and check-slow), built with the warnings, on one NFQUEUE plumbing
+# (tests/tools/nfqbox.c, which adds its queue rule with rackd's xt target
+# module): wintrack, a window-tracking middlebox for the test-bed's router
+# (tests/tools/wintrack.c), and disorder, one that delays, duplicates and
+# reorders chosen segments (tests/tools/disorder.c).
+NFQBOX_SRC := tests/tools/nfqbox.c nft/xt_queue.c rackd/io/log.c
+WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c
+DISORDER_SRC := tests/tools/disorder.c tests/tools/disorder_hold.c
 # connfleet (bench/tools/connfleet.c: thousands of idle connections, each
 # echoing on command) serves tests/test_load.py as well as the bench.
-TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/bench/connfleet
+TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/tests/disorder \
+	$(BUILD)/bench/connfleet
 test-tools: $(TEST_TOOLS)
 
-$(BUILD)/tests/wintrack: $(WINTRACK_SRC) tests/tools/wintrack.h
+$(BUILD)/tests/wintrack: $(WINTRACK_SRC) $(NFQBOX_SRC) tests/tools/wintrack.h \
+	tests/tools/nfqbox.h
 	$(call quiet,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -O2 $(CFLAGS) $(LDFLAGS) -o $@ \
-		$(WINTRACK_SRC) $(pkg_libs)
+		$(WINTRACK_SRC) $(NFQBOX_SRC) $(pkg_libs)
+
+$(BUILD)/tests/disorder: $(DISORDER_SRC) $(NFQBOX_SRC) tests/tools/disorder.h \
+	tests/tools/nfqbox.h
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -O2 $(CFLAGS) $(LDFLAGS) -o $@ \
+		$(DISORDER_SRC) $(NFQBOX_SRC) $(pkg_libs)
 
 # make bench [QUICK=1]: racks against plain TCP (bench/run.py); the report
 # goes to bench/results/.
