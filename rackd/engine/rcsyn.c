@@ -10,6 +10,7 @@
 #include "keystate.h"
 #include "loop.h"
 #include "rackd.h"
+#include "sockdiag.h"
 
 /* The unscaled window of our SYNs: a SYN's window is never scaled, and
  * the sockets' own segments advertise their real windows right after. */
@@ -85,6 +86,32 @@ static uint32_t own_snd_una(struct conn *c)
 	return snd_una;
 }
 
+/*
+ * Where our SYN ends: everything C's socket has sent, snd_nxt, not only
+ * what the peer acknowledged. The peer may have received bytes whose
+ * acknowledgement the outage lost; a stateful firewall that takes our
+ * SYN as the flow's start (conntrack, pf) would find the peer's next ACK
+ * beyond anything we sent, and drop it as invalid: the re-opened flow
+ * would stall at once. Our socket's retransmissions from snd_una lie
+ * behind the SYN's end, where a tracker takes them as retransmissions.
+ * snd_nxt is snd_una plus the bytes in flight (tcp_info: bytes sent
+ * less those sent again, less those acknowledged).
+ */
+static uint32_t own_snd_end(struct conn *c)
+{
+	uint32_t snd_una = own_snd_una(c);
+	struct sockdiag_progress pr;
+	uint64_t sent;
+
+	if (sockdiag_progress(&c->local, &c->remote, &pr) ||
+	    pr.bytes_sent < pr.bytes_retrans)
+		return snd_una;
+	sent = pr.bytes_sent - pr.bytes_retrans;
+	if (sent <= pr.bytes_acked || sent - pr.bytes_acked > UINT32_MAX / 2)
+		return snd_una;
+	return snd_una + (uint32_t)(sent - pr.bytes_acked);
+}
+
 static size_t nops(uint8_t *o, size_t i, size_t n)
 {
 	memset(o + i, TCP_OPT_NOP, n);
@@ -146,6 +173,7 @@ static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
 	uint8_t pay[EDP_NUMBERED_SIZE + EDP_CHALLENGE_LEN];
 	struct edp_msg m;
 	size_t paylen;
+	uint32_t end;
 	/* An answer goes to where the SYN came from, which the splices
 	 * (of the connection's current endpoints) must not rewrite. */
 	struct inject_segment seg = {
@@ -166,16 +194,17 @@ static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
 				   answer && answer->has_ts ? answer->tsval : 0,
 				   opt);
 	seg.paylen = paylen;
-	/* Its end (SYN and payload) is snd_una: the socket's next
-	 * segment follows it in sequence. */
-	seg.seq = own_snd_una(c) - 1 - (uint32_t)paylen;
+	/* Its end (SYN and payload) is the socket's snd_nxt (above); a
+	 * reset answering our SYN acknowledges exactly that. */
+	end = own_snd_end(c);
+	if (!answer)
+		c->edp->rc_syn_end = end;
+	seg.seq = end - 1 - (uint32_t)paylen;
 	return channel_inject(d, &seg);
 }
 
 int rcsyn_send_syn(struct rackd *d, struct conn *c, uint32_t counter)
 {
-	/* What a reset answering it acknowledges (reconnect_reset()). */
-	c->edp->rc_syn_end = own_snd_una(c);
 	return send_syn(d, c, EDP_RECONNECT, counter, NULL, &c->wire_local,
 			&c->wire_remote, NULL);
 }
