@@ -8,7 +8,8 @@ re-opens its path itself with a reconnection SYN on its current addresses,
 which R admits as the new flow it is, and data flows again.
 
 Topology: the standard A -- R -- B (see testbed.py); R's middlebox is one
-nft table, ``forget``, every acting rule of it counting::
+nft table, ``forget`` (testbed.Topology.forgetting_box), every acting rule
+of it counting::
 
     A 10.71.1.2 ---- R [strict firewall | NAT] ---- B 10.71.2.2
       fd71:1::2          conntrack -F               fd71:2::2
@@ -62,7 +63,7 @@ SLACK = 1.0                   # a shared, busy machine
 RATE = 1 * MB                 # bytes/s each way
 COUNT = 320                   # ssh counter lines, one per 100 ms
 REASONS = {"link_down", "path_silent", "reopen_refused", "reopen_off"}
-RECONNECTION_MARKER = 0x18    # racks' option 254, version 1, type 8
+RECONNECTION_MARKER = testbed.RECONNECTION_MARKER
 
 BOXES = ["firewall", "nat"]
 
@@ -70,48 +71,9 @@ BOXES = ["firewall", "nat"]
 # --- R: the middlebox that forgets -------------------------------------------
 
 def forgetting_box(topo, nat=None, forward_port=None):
-    """R's strict stateful firewall (module docstring), as table inet
-    forget; with nat ("masquerade", "random", "fully-random") it also
-    masquerades towards B and drops what B sends to a mapping it does not
-    know; with forward_port (needs nat) B's connections to R's address
-    and that port go to A. Returns its Middlebox, checked in place."""
-    masq = {"masquerade": "masquerade", "random": "masquerade random",
-            "fully-random": "masquerade fully-random"}
-    counters = ["syn_new", "reopen_syn", "invalid", "dropped"]
-    chains = [f"""  chain forward {{
-    type filter hook forward priority filter; policy drop;
-    ct state invalid counter name "invalid" drop
-    ct state established,related accept
-    meta l4proto {{ icmp, ipv6-icmp }} accept
-    tcp flags & (syn | ack | fin | rst) == syn ct state new tcp option @254,32,8 {RECONNECTION_MARKER:#x} counter name "reopen_syn"
-    tcp flags & (syn | ack | fin | rst) == syn ct state new counter name "syn_new" accept
-    counter name "dropped"
-  }}
-"""]
-    if nat:
-        counters += ["masqueraded", "unsolicited"]
-        chains.append(f"""  chain input {{
-    type filter hook input priority filter; policy accept;
-    iifname "rb" meta l4proto tcp ct state new counter name "unsolicited" drop
-  }}
-  chain postrouting {{
-    type nat hook postrouting priority srcnat; policy accept;
-    oifname "rb" counter name "masqueraded" {masq[nat]}
-  }}
-""")
-    if forward_port:
-        assert nat, "a port forward is a NAT's"
-        counters.append("forwarded")
-        chains.append(f"""  chain prerouting {{
-    type nat hook prerouting priority dstnat; policy accept;
-    iifname "rb" meta nfproto ipv4 tcp dport {forward_port} counter name "forwarded" dnat ip to {topo.addr['a']['v4']}
-    iifname "rb" meta nfproto ipv6 tcp dport {forward_port} counter name "forwarded" dnat ip6 to {topo.addr['a']['v6']}
-  }}
-""")
-    text = "table inet forget {\n" + \
-        "".join(f"  counter {c} {{ }}\n" for c in counters) + \
-        "".join(chains) + "}\n"
-    box = testbed.Middlebox(topo.r, "forget", text)
+    """R's forgetting middlebox (testbed.Topology.forgetting_box, the
+    module docstring's rules), checked in place."""
+    box = topo.forgetting_box(nat=nat, forward_port=forward_port)
     listing = box.listing()
     assert "policy drop" in listing, listing
     assert ("masquerade" in listing) == bool(nat), listing
@@ -123,21 +85,12 @@ def nat_of(box):
 
 
 def conntrack_tcp(topo):
-    """R's TCP conntrack entries, one line each (``conntrack -L``)."""
-    out = topo.r.run(["conntrack", "-L", "-p", "tcp"]).stdout
-    return [line for line in out.splitlines() if line.strip()]
+    return topo.conntrack_tcp()
 
 
 def forget(topo):
-    """R forgets every flow (``conntrack -F``); asserts that it had some to
-    forget and that its TCP table is empty now. Returns how many."""
-    known = conntrack_tcp(topo)
-    assert known, "R had nothing to forget"
-    said = topo.r.run(["conntrack", "-F"]).stderr
-    assert "table has been emptied" in said, said
-    left = conntrack_tcp(topo)
-    assert not left, f"R's table after the flush: {left}"
-    return len(known)
+    """R forgets every flow; how many TCP flows it forgot."""
+    return len(topo.forget())
 
 
 def reply_ports(entries, server_port):
