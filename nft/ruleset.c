@@ -112,6 +112,10 @@ static void handshake_chains(FILE *f, const struct config *cfg)
 	fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn tcp option "
 		   "@%d,16,16 0x%04x meta mark != 0x%08x jump syn_in\n",
 		EDP_OPT_KIND, EDP_EXID, cfg->mark);
+	/* Every reset: few, and a managed connection's may not be its
+	 * peer's (rstguard.h). */
+	fprintf(f, "\t\ttcp flags & (syn | rst) == rst meta mark != 0x%08x "
+		   "goto divert\n", cfg->mark);
 	/* Classic EDP probes mark themselves DSCP LE: their SYN (whose
 	 * sequence number tells a probe's FIN from a client's) and their
 	 * FIN, which is answered. */

@@ -33,6 +33,7 @@
 #include "offerset.h"
 #include "queue.h"
 #include "reconnect.h"
+#include "rstguard.h"
 #include "rtnl.h"
 #include "ruleset.h"
 #include "setup.h"
@@ -310,6 +311,7 @@ void daemon_start(struct rackd *d)
 	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
 		       RACKD_UNAUTH_QUERY_BURST);
 	reconnect_init(d);
+	rstguard_init(d);
 
 	ret = rtnl_open(&d->rtnl, &rh);
 	if (ret) {
@@ -442,6 +444,7 @@ void daemon_stop(struct rackd *d)
 	keypool_wipe(&d->keys);
 	live_free(d);
 	reconnect_free(d);
+	rstguard_free(d);
 	/* Kept addresses go with the table, or stay with it. */
 	if (handed_over)
 		local_leave(d->local);

@@ -32,6 +32,7 @@
 #include "queue.h"
 #include "rackd.h"
 #include "reconnect.h"
+#include "rstguard.h"
 #include "setup.h"
 #include "splice.h"
 #include "state.h"
@@ -206,6 +207,7 @@ static void subscribe(struct rackd *d)
 		{ SPLICE_EVENTS, splice_event },
 		{ ADOPT_EVENTS, adopt_event },
 		{ SETUP_EVENTS, setup_event },
+		{ RSTGUARD_EVENTS, rstguard_event },
 	};
 
 	if (event_subscribe(&d->events, EVENT_ALL, stream_event, d))
@@ -270,6 +272,7 @@ static void provide_state(struct rackd *d)
 	static struct state_file state;
 	static struct migrate_stats migrate;
 	static struct adopt_state adopt;
+	static struct rstguard_state rstguard;
 
 	d->live = &live;
 	d->reconnect = &reconnect;
@@ -278,6 +281,7 @@ static void provide_state(struct rackd *d)
 	d->state = &state;
 	d->migrate = &migrate;
 	d->adopt = &adopt;
+	d->rstguard = &rstguard;
 }
 
 int main(int argc, char **argv)

@@ -214,6 +214,17 @@ static int set_answer_probes(struct config *cfg, char *v, char *why,
 	return 0;
 }
 
+static int set_reopen(struct config *cfg, char *v, char *why, size_t wl)
+{
+	if (strcmp(v, "yes") == 0)
+		cfg->reopen = true;
+	else if (strcmp(v, "no") == 0)
+		cfg->reopen = false;
+	else
+		return set_error(why, wl, "reopen must be yes or no");
+	return 0;
+}
+
 static int set_log_level(struct config *cfg, char *v, char *why, size_t wl)
 {
 	if (strcmp(v, "info") == 0)
@@ -343,6 +354,9 @@ static const struct config_key config_keys[] = {
 	{ .name = "answer_probes", .set = set_answer_probes },
 	DURATION_KEY(suspend_after, 500),
 	DURATION_KEY(retry_interval, 100),
+	DURATION_KEY(retry_backoff_after, 1000),
+	DURATION_KEY(retry_interval_max, 100),
+	{ .name = "reopen", .set = set_reopen },
 	DURATION_KEY(max_suspend, 1000),
 	DURATION_KEY(sweep_interval, 100),
 	{ .name = "max_connections", .set = set_max_connections },
@@ -373,6 +387,9 @@ struct config *config_defaults(void)
 	cfg->answer_probes = true;
 	cfg->suspend_after_ms = 5000;
 	cfg->retry_interval_ms = 1000;
+	cfg->retry_backoff_after_ms = 300000;
+	cfg->retry_interval_max_ms = 30000;
+	cfg->reopen = true;
 	cfg->max_suspend_ms = 3ULL * 86400000;
 	cfg->sweep_interval_ms = 10000;
 	cfg->max_connections = 1000000;
@@ -479,6 +496,14 @@ int config_load(const char *path, struct config **out, bool *missing,
 		snprintf(err, errlen, "%s: read error", path);
 		ret = -EIO;
 	}
+	/* Backing off never makes tries more frequent. */
+	if (!ret && cfg->retry_interval_max_ms < cfg->retry_interval_ms) {
+		snprintf(err, errlen, "%s: retry_interval_max (%" PRIu64
+			 "ms) is shorter than retry_interval (%" PRIu64 "ms)",
+			 path, cfg->retry_interval_max_ms,
+			 cfg->retry_interval_ms);
+		ret = -EINVAL;
+	}
 	fclose(f);
 	if (ret) {
 		config_free(cfg);
@@ -535,6 +560,9 @@ void config_dump(const struct config *cfg, FILE *f)
 	fprintf(f, "answer_probes = %s\n", cfg->answer_probes ? "yes" : "no");
 	dump_duration(f, "suspend_after", cfg->suspend_after_ms);
 	dump_duration(f, "retry_interval", cfg->retry_interval_ms);
+	dump_duration(f, "retry_backoff_after", cfg->retry_backoff_after_ms);
+	dump_duration(f, "retry_interval_max", cfg->retry_interval_max_ms);
+	fprintf(f, "reopen = %s\n", cfg->reopen ? "yes" : "no");
 	dump_duration(f, "max_suspend", cfg->max_suspend_ms);
 	dump_duration(f, "sweep_interval", cfg->sweep_interval_ms);
 	fprintf(f, "max_connections = %u\n", cfg->max_connections);

@@ -41,6 +41,11 @@ struct config {
 	uint64_t suspend_after_ms;	/* silence that suspends a connection */
 	uint64_t max_suspend_ms;	/* longest hold before a deliberate abort */
 	uint64_t retry_interval_ms;	/* longest wait between reconnection tries */
+	/* A path silent this long tries less often: the wait between its
+	 * tries doubles up to retry_interval_max (liveness.c). */
+	uint64_t retry_backoff_after_ms;
+	uint64_t retry_interval_max_ms;
+	bool reopen;			/* suspended paths re-open with SYNs */
 	bool answer_probes;		/* answer classic EDP probes */
 	uint64_t sweep_interval_ms;	/* check the table against the kernel */
 	uint32_t max_connections;

@@ -48,6 +48,16 @@ struct conn_edp {
 	uint64_t rc_first_ms;	/* monotonic ms of the first of those */
 	uint64_t rc_last_ms;	/* and of the last */
 	bool rc_warned;		/* logged as unanswered on a working path */
+	uint32_t rc_syn_end;	/* our last reconnection SYN's end */
+	/* The hop count the peer's authenticated segments arrive with
+	 * (0: none yet), and a reset from elsewhere held back (rstguard.h). */
+	uint8_t peer_ttl;
+	bool rst_held;
+	uint8_t rst_flags;
+	uint32_t rst_seq, rst_ack;
+	uint64_t rst_ms;
+	uint64_t rc_refused_ms;	/* when a reset last answered one */
+	uint32_t rc_refusals;
 	/* The peer's reconnection SYN came from here (reconnect.c): the
 	 * challenge our SYN-ACK took there, until it is confirmed. */
 	bool rc_claim;

@@ -33,6 +33,7 @@ struct ctl;
 struct channel;
 struct live_state;
 struct reconnect_state;
+struct rstguard_state;
 struct splice_stats;
 struct local_state;
 struct state_file;
@@ -136,6 +137,7 @@ struct rackd {
 	 * them, main.c provides them. */
 	struct live_state *live;
 	struct reconnect_state *reconnect;
+	struct rstguard_state *rstguard;
 	struct splice_stats *splice;
 	struct local_state *local;
 	struct state_file *state;

@@ -18,6 +18,7 @@
 #include "queue.h"
 #include "rackd.h"
 #include "reconnect.h"
+#include "rstguard.h"
 #include "keystate.h"
 #include "splice.h"
 #include "state.h"
@@ -119,6 +120,11 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "path_migrations", l->migrations);
 	put_u64(out, "move_collisions", l->move_collisions);
 	put_u64(out, "reconnects_unanswered", l->reconnects_unanswered);
+	put_u64(out, "path_reopens", l->reopens);
+	put_u64(out, "heard_one_way", l->heard_one_way);
+	put_u64(out, "resets_held", d->rstguard->stats.held);
+	put_u64(out, "resets_dropped", d->rstguard->stats.dropped);
+	put_u64(out, "resets_delivered", d->rstguard->stats.delivered);
 }
 
 static void put_reconnect_stats(FILE *out, const struct rackd *d)
@@ -144,6 +150,7 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_refused_unproven", r->refused_unproven);
 	put_u64(out, "reconnects_paced", r->paced);
 	put_u64(out, "reconnects_refused_collision", r->refused_collision);
+	put_u64(out, "reconnects_reset_by_path", r->reset_by_path);
 	put_u64(out, "splice_updates", d->splice->updates);
 	put_u64(out, "splice_errors", d->splice->errors);
 	put_u64(out, "addresses_kept", d->local->keeps);
@@ -274,6 +281,26 @@ static void put_reconnections(FILE *out, const struct conn *c)
 	proto_put(out, "reconnect_answer", "%s", answer);
 }
 
+/*
+ * Why a suspended connection is still suspended, for how long, and what
+ * has been tried: a suspension is never silent either.
+ */
+static void put_suspension(FILE *out, struct rackd *d, const struct conn *c)
+{
+	enum live_wait w = live_waiting_for(d, c);
+
+	if (c->edp && c->edp->rst_held)
+		proto_put(out, "reset_held", "true");
+	if (w == LIVE_WAIT_NONE)
+		return;
+	proto_put(out, "suspended_reason", "%s", live_wait_name(w));
+	put_u64(out, "suspended_for", live_suspended_ms(c) / 1000);
+	put_u64(out, "path_probes", c->host->tries);
+	if (c->edp)
+		put_u64(out, "reopen_attempts",
+			c->host->reopening ? c->edp->rc_pending : 0);
+}
+
 static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 {
 	const char *unmanaged = conn_unmanaged_name(c->unmanaged);
@@ -305,7 +332,7 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	/* Never silent either: where a suspended one's reconnections are. */
 	if (reconnect_news(c))
 		put_reconnections(out, c);
-	(void)d;
+	put_suspension(out, d, c);
 }
 
 static int cmd_list(struct rackd *d, const struct proto_msg *req, FILE *out,

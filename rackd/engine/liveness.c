@@ -34,13 +34,27 @@
 
 static bool path_link_usable(struct rackd *d, const struct live_peer *p);
 
+/*
+ * The wait between a path's probes: a third of suspend_after while it
+ * works; while suspended, retry_interval, and once it has been silent for
+ * retry_backoff_after (a peer gone for the night), twice as long at each
+ * try up to retry_interval_max. A local event (link up, new address)
+ * tries at once whatever the wait (retry_now()).
+ */
 static uint64_t heartbeat_interval(const struct rackd *d,
 				   const struct live_peer *p)
 {
 	uint64_t iv = d->cfg->suspend_after_ms / 3;
 
-	if (p->suspended && iv > d->cfg->retry_interval_ms)
-		iv = d->cfg->retry_interval_ms;
+	if (p->suspended) {
+		if (iv > d->cfg->retry_interval_ms)
+			iv = d->cfg->retry_interval_ms;
+		for (unsigned i = 0; i < p->backoff &&
+				     iv < d->cfg->retry_interval_max_ms; i++)
+			iv *= 2;
+		if (p->backoff && iv > d->cfg->retry_interval_max_ms)
+			iv = d->cfg->retry_interval_max_ms;
+	}
 	return iv < 100 ? 100 : iv;
 }
 
@@ -62,6 +76,33 @@ static struct conn **path_conns(struct live_peer *p, unsigned *n)
 	return out;
 }
 
+/*
+ * A suspended path re-opens itself: each of its connections must get its
+ * peer to follow it again with a reconnection, a SYN on the endpoints it
+ * already has. A NAT or a stateful firewall on the path may have forgotten
+ * the flow meanwhile (an idle timeout, a restart, a fail-over, a full
+ * table): to it every later segment is mid-stream in an unknown flow and
+ * is dropped, and only a SYN makes it create fresh state, for that flow
+ * alone. One that remembers lets the SYN through as well (conntrack
+ * ignores a SYN on an established entry and re-syncs on the SYN-ACK that
+ * answers it). Returns how many connections must reconnect now.
+ */
+static unsigned live_reopen(struct rackd *d, struct live_peer *p)
+{
+	unsigned n = 0;
+
+	p->reopening = true;
+	for (struct conn *c = p->conns; c; c = c->host_next) {
+		if (!c->confirmed || !c->edp || !c->edp->keyed)
+			continue;
+		d->live->ops->moving(c);
+		n++;
+	}
+	if (n)
+		d->live->stats.reopens++;
+	return n;
+}
+
 static void live_suspend(struct rackd *d, struct live_peer *p,
 			 const char *why)
 {
@@ -72,12 +113,19 @@ static void live_suspend(struct rackd *d, struct live_peer *p,
 	if (p->suspended)
 		return;
 	p->suspended = true;
+	p->suspended_at = loop_now();
+	p->tries = 0;
+	p->backoff = 0;
+	p->reopening = false;
 	batch = path_conns(p, &n);
 	d->live->ops->path_down(d, batch, n);
 	free(batch);
-	log_info("path %s -> %s: %s: %u connection(s) suspended",
+	if (d->cfg->reopen && !p->parked)
+		live_reopen(d, p);
+	log_info("path %s -> %s: %s: %u connection(s) suspended%s",
 		 addr_format(&p->local, l, sizeof(l)),
-		 addr_format(&p->remote, r, sizeof(r)), why, n);
+		 addr_format(&p->remote, r, sizeof(r)), why, n,
+		 p->reopening ? "; re-opening it with reconnection SYNs" : "");
 }
 
 /*
@@ -93,6 +141,8 @@ static void live_resume(struct rackd *d, struct live_peer *p)
 	bool paced = false;
 
 	p->suspended = false;
+	p->reopening = false;
+	p->backoff = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (batch[i]->confirmed) {
 			batch[ready++] = batch[i];
@@ -199,6 +249,9 @@ static bool path_unconfirmed(const struct live_peer *p)
  * the path as well. */
 static void probe(struct rackd *d, struct live_peer *p)
 {
+	p->last_probe = loop_now();
+	if (p->suspended)
+		p->tries++;
 	/* A carrier whose socket closed since the last sweep cannot carry
 	 * it (channel_send): the next one can. */
 	for (unsigned tries = 0; tries < p->nconns; tries++) {
@@ -216,6 +269,26 @@ static void probe(struct rackd *d, struct live_peer *p)
 	}
 }
 
+/* A long silence spaces the path's tries out (heartbeat_interval()):
+ * said once, when it starts. */
+static void back_off(struct rackd *d, struct live_peer *p, uint64_t now)
+{
+	char l[ADDR_STRLEN], r[ADDR_STRLEN];
+
+	if (now - p->suspended_at < d->cfg->retry_backoff_after_ms ||
+	    p->backoff >= 16)
+		return;
+	if (!p->backoff++)
+		log_info("path %s -> %s: silent for %llu s after %u tries: "
+			 "trying less often, at least every %llu s",
+			 addr_format(&p->local, l, sizeof(l)),
+			 addr_format(&p->remote, r, sizeof(r)),
+			 (unsigned long long)(now - p->suspended_at) / 1000,
+			 p->tries,
+			 (unsigned long long)d->cfg->retry_interval_max_ms /
+				 1000);
+}
+
 static void live_tick(struct timer *t, void *arg)
 {
 	struct live_peer *p = arg;
@@ -230,6 +303,11 @@ static void live_tick(struct timer *t, void *arg)
 	}
 	if (!p->suspended && silent >= d->cfg->suspend_after_ms)
 		live_suspend(d, p, "no heartbeat answered");
+	/* Suspended some other way (restored from a state file, created
+	 * for a move while the peer was unreachable): re-opened all the
+	 * same. */
+	if (p->suspended && !p->reopening && d->cfg->reopen)
+		live_reopen(d, p);
 	/* Suspended and our address towards the peer changed: move the
 	 * path's connections there (p is gone afterwards). */
 	if (p->suspended && local_source(&p->remote, &src) == 0 &&
@@ -248,6 +326,8 @@ static void live_tick(struct timer *t, void *arg)
 	}
 	if (silent >= iv && (!p->suspended || path_link_usable(d, p))) {
 		probe(d, p);
+		if (p->suspended)
+			back_off(d, p, now);
 	}
 	next = iv;
 	if (!p->suspended && path_unconfirmed(p))
@@ -284,6 +364,7 @@ static struct live_peer *path_link(struct rackd *d, struct conn *c,
 		p->last_heard = loop_now();
 		p->parked = conn_parked(c);
 		p->suspended = suspended || p->parked;
+		p->suspended_at = p->last_heard;
 		p->next = d->live->peers;
 		d->live->peers = p;
 		timer_init(&p->timer, live_tick, p);
@@ -478,13 +559,16 @@ static uint32_t live_input(struct rackd *d, struct conn *c,
 {
 	struct conn_edp *e = c->edp;
 
-	(void)p;
 	if (!c->host || !e || !e->keyed) {
 		d->edp.unexpected++;
 		return NF_DROP;
 	}
 	if (!channel_numbered_valid(d, c, m))
 		return NF_DROP;
+	/* How many hops away the peer's segments come from: a reset from
+	 * elsewhere on the path is not its own (rstguard.h). */
+	if (p->ttl)
+		e->peer_ttl = p->ttl;
 	if (m->type == EDP_HEARTBEAT) {
 		/* Counters only grow: an old heartbeat is a replay. */
 		if (m->counter <= e->hb_in) {
@@ -494,6 +578,20 @@ static uint32_t live_input(struct rackd *d, struct conn *c,
 		e->hb_in = m->counter;
 		d->live->stats.heartbeats_in++;
 		live_send(d, c, EDP_HEARTBEAT_ACK, m->counter);
+		/*
+		 * The peer's heartbeat proves only that its segments reach
+		 * us: behind a NAT that forgot the flow (or a one-way
+		 * fault) ours may still be lost. A path is heard again by
+		 * an answer to its own probe; a suspended one probes at
+		 * once, and our answer tells the peer.
+		 */
+		if (c->host->suspended) {
+			d->live->stats.heard_one_way++;
+			if (loop_now() - c->host->last_probe >=
+			    LIVE_FAST_RETRY_MS && path_link_usable(d, c->host))
+				probe(d, c->host);
+		}
+		return NF_DROP;
 	} else {
 		if (m->counter > e->hb_out || m->counter <= e->hb_acked) {
 			d->live->stats.replayed++;
@@ -648,4 +746,44 @@ void live_free(struct rackd *d)
 		d->live->down = l->next;
 		free(l);
 	}
+}
+
+enum live_wait live_waiting_for(struct rackd *d, const struct conn *c)
+{
+	const struct live_peer *p = c->host;
+
+	if (!p || !p->suspended)
+		return LIVE_WAIT_NONE;
+	if (p->parked)
+		return LIVE_WAIT_MIGRATION;
+	if (!path_link_usable(d, p))
+		return LIVE_WAIT_LINK;
+	if (!p->reopening)
+		return LIVE_WAIT_HEARTBEATS;
+	/* Its latest SYN was reset, not lost. */
+	if (c->edp && c->edp->rc_refusals &&
+	    c->edp->rc_refused_ms >= c->edp->rc_last_ms)
+		return LIVE_WAIT_PEER;
+	return LIVE_WAIT_PATH;
+}
+
+const char *live_wait_name(enum live_wait w)
+{
+	static const char *const names[] = {
+		[LIVE_WAIT_NONE] = "none",
+		[LIVE_WAIT_LINK] = "link_down",
+		[LIVE_WAIT_PATH] = "path_silent",
+		[LIVE_WAIT_PEER] = "reopen_refused",
+		[LIVE_WAIT_HEARTBEATS] = "reopen_off",
+		[LIVE_WAIT_MIGRATION] = "migrating",
+	};
+
+	return names[w];
+}
+
+uint64_t live_suspended_ms(const struct conn *c)
+{
+	if (!c->host || !c->host->suspended)
+		return 0;
+	return loop_now() - c->host->suspended_at;
 }

@@ -30,6 +30,11 @@ struct live_peer {
 	bool parked;		/* its connections are migrating (migrate.h):
 				 * no heartbeats, no resumption */
 	uint8_t fast;		/* quick retries left after a local event */
+	uint64_t suspended_at;	/* monotonic ms, while suspended */
+	uint64_t last_probe;	/* monotonic ms */
+	uint32_t tries;		/* probes sent while suspended */
+	uint8_t backoff;	/* doublings of the wait between them */
+	bool reopening;		/* its connections re-open it with SYNs */
 	unsigned nconns;
 	struct conn *conns;	/* linked through conn->host_next */
 	struct conn *carrier;	/* the last heartbeat's connection */
@@ -70,6 +75,10 @@ struct live_stats {
 	uint64_t reconnects_unanswered;	/* connections whose reconnections
 					 * went unanswered on a path that
 					 * answers heartbeats (logged once) */
+	uint64_t reopens;		/* suspended paths re-opened with
+					 * SYNs on their own endpoints */
+	uint64_t heard_one_way;		/* the peer's heartbeats reached a
+					 * path whose own went unanswered */
 };
 
 struct rackd;
@@ -138,6 +147,21 @@ void live_heard_path(struct rackd *d, struct conn *c);
 void live_link_event(struct rackd *d, const struct rtnl_link_event *ev);
 void live_addr_event(struct rackd *d, const struct rtnl_addr_event *ev);
 unsigned live_suspended_count(const struct rackd *d);
+
+/* What a suspended connection waits for (rackctl list, show). */
+enum live_wait {
+	LIVE_WAIT_NONE,		/* not suspended */
+	LIVE_WAIT_LINK,		/* no usable link or route towards the peer */
+	LIVE_WAIT_PATH,		/* the path is silent; re-opening it */
+	LIVE_WAIT_PEER,		/* our re-opening SYNs are reset by the path:
+				 * only the peer can re-open it */
+	LIVE_WAIT_HEARTBEATS,	/* the path is silent; reopen = no */
+	LIVE_WAIT_MIGRATION,	/* its process is migrating (parked) */
+};
+enum live_wait live_waiting_for(struct rackd *d, const struct conn *c);
+const char *live_wait_name(enum live_wait w);
+/* Milliseconds C's path has been suspended, 0 when it is not. */
+uint64_t live_suspended_ms(const struct conn *c);
 void live_free(struct rackd *d);
 
 #endif

@@ -174,6 +174,8 @@ static int send_syn(struct rackd *d, struct conn *c, uint8_t type,
 
 int rcsyn_send_syn(struct rackd *d, struct conn *c, uint32_t counter)
 {
+	/* What a reset answering it acknowledges (reconnect_reset()). */
+	c->edp->rc_syn_end = own_snd_una(c);
 	return send_syn(d, c, EDP_RECONNECT, counter, NULL, &c->wire_local,
 			&c->wire_remote, NULL);
 }

@@ -413,6 +413,9 @@ static uint32_t reconnect_message(struct rackd *d, struct conn *c,
 		d->reconnect->stats.refused_mac++;
 		return NF_DROP;
 	}
+	/* Where the peer is now, in hops (rstguard.h). */
+	if (p->ttl)
+		e->peer_ttl = p->ttl;
 	if (m->type == EDP_RECONNECT_ACK)
 		return reconnect_acked(d, c, m->counter, syn);
 	/* A RECONNECT travels in a SYN; a zero-length one (rackds before
@@ -452,6 +455,37 @@ uint32_t reconnect_syn_input(struct rackd *d, const struct packet *p)
 		return NF_DROP;
 	}
 	return reconnect_message(d, c, p, &m, &seen);
+}
+
+/*
+ * A reset acknowledging exactly our last reconnection SYN, from where it
+ * went: nobody there knows the flow. The peer's rackd never answers so
+ * (it consumes our SYNs); a NAT or a firewall in front of the peer that
+ * forgot the flow and admits only the peer's own new flows does (R's
+ * stack, for a port it no longer maps). Only the peer can re-open the
+ * path then: said once per run of refusals, and in rackctl list.
+ * Whoever can read our SYN can forge this, and gains a word in the
+ * list: the SYNs go on all the same.
+ */
+bool reconnect_reset(struct rackd *d, struct conn *c, const struct packet *p)
+{
+	struct conn_edp *e = c->edp;
+	char r[ENDPOINT_STRLEN];
+
+	if (!e || !e->keyed || !e->rc_pending ||
+	    (p->flags & (TCP_FLAG_RST | TCP_FLAG_ACK)) !=
+		    (TCP_FLAG_RST | TCP_FLAG_ACK) ||
+	    p->ack != e->rc_syn_end)
+		return false;
+	d->reconnect->stats.reset_by_path++;
+	if (!e->rc_refusals++ || e->rc_refused_ms < e->rc_first_ms)
+		log_info("conn %llu: reconnection to %s reset by the path (a "
+			 "NAT or firewall in front of the peer forgot the "
+			 "flow): waiting for the peer to re-open it",
+			 (unsigned long long)c->id,
+			 endpoint_format(&c->wire_remote, r, sizeof(r)));
+	e->rc_refused_ms = loop_now();
+	return true;
 }
 
 int reconnect_handle_messages(struct rackd *d)

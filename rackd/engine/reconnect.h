@@ -63,6 +63,9 @@ struct reconnect_stats {
 					 * the SYN, or without a SYN */
 	uint64_t paced;			/* SYNs held back by reconnect_rate */
 	uint64_t refused_collision;	/* onto another connection's tuple */
+	uint64_t reset_by_path;		/* our SYNs answered by a reset (a
+					 * NAT or firewall in front of the
+					 * peer that forgot the flow) */
 };
 
 /* How long the peer has to confirm a reconnection from where its SYN
@@ -106,6 +109,9 @@ bool reconnect_send(struct rackd *d, struct conn *c);
 /* RECONNECT, RECONNECT_ACK and RECONNECT_CONFIRM go to reconnection
  * (channel.h); 0 or -errno. */
 int reconnect_handle_messages(struct rackd *d);
+/* Whether P, a reset arriving for held C, answers our reconnection SYN
+ * (it is then ours, not the socket's: counted, said in rackctl list). */
+bool reconnect_reset(struct rackd *d, struct conn *c, const struct packet *p);
 /* A reconnection SYN or SYN-ACK (rcsyn_carried()) arriving in P: always
  * consumed, whatever it says; returns the verdict (NF_DROP). */
 uint32_t reconnect_syn_input(struct rackd *d, const struct packet *p);

@@ -23,6 +23,7 @@
 #include "rcsyn.h"
 #include "reconnect.h"
 #include "rewrite.h"
+#include "rstguard.h"
 #include "setup.h"
 #include "sockdiag.h"
 
@@ -485,6 +486,21 @@ static void track_synack(struct rackd *d, struct queue *q,
 		queue_verdict(q, qp->id, NF_ACCEPT);
 }
 
+/* An inbound reset for C that is not its socket's business: a
+ * middlebox's answer to our reconnection SYN, or one from elsewhere than
+ * the peer (rstguard.h). */
+static bool track_inbound_rst(struct rackd *d, struct queue *q,
+			      const struct queue_packet *qp, struct conn *c,
+			      const struct packet *p)
+{
+	if ((c->hold && reconnect_reset(d, c, p)) ||
+	    rstguard_inbound(d, c, p) == NF_DROP) {
+		queue_verdict(q, qp->id, NF_DROP);
+		return true;
+	}
+	return false;
+}
+
 static void track_inbound_held(struct rackd *d, struct queue *q,
 			       const struct queue_packet *qp, struct conn *c,
 			       const struct packet *p)
@@ -592,6 +608,10 @@ void track_packet(void *arg, struct queue *q, const struct queue_packet *qp)
 		queue_verdict(q, qp->id, adopt_segment(d, c, &p));
 	else if (outbound && (c = lookup(d, &p, true)) && c->hold)
 		queue_verdict(q, qp->id, hold_segment(d, c, &p));
+	else if (!outbound && (p.flags & TCP_FLAG_RST) &&
+		 (c = lookup(d, &p, false)) &&
+		 track_inbound_rst(d, q, qp, c, &p))
+		;
 	else if (!outbound && (c = lookup(d, &p, false)) && c->hold &&
 		 qp->len >= qp->orig_len)
 		track_inbound_held(d, q, qp, c, &p);

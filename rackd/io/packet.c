@@ -55,6 +55,7 @@ static enum packet_error parse_ipv4(const uint8_t *d, size_t caplen,
 		return PACKET_ERR_NOT_TCP;
 
 	pkt->family = AF_INET;
+	pkt->ttl = d[8];
 	pkt->len = total;
 	pkt->src.family = pkt->dst.family = AF_INET;
 	memcpy(pkt->src.bytes, d + 12, 4);
@@ -107,6 +108,7 @@ static enum packet_error parse_ipv6(const uint8_t *d, size_t caplen,
 	}
 
 	pkt->family = AF_INET6;
+	pkt->ttl = d[7];
 	pkt->src.family = pkt->dst.family = AF_INET6;
 	memcpy(pkt->src.bytes, d + 8, 16);
 	memcpy(pkt->dst.bytes, d + 24, 16);

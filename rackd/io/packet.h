@@ -78,6 +78,7 @@ struct packet {
 	uint32_t seq, ack;	/* host order */
 	uint16_t window;	/* host order, unscaled */
 	uint8_t flags;
+	uint8_t ttl;		/* IPv4 TTL, IPv6 hop limit */
 	struct tcp_options opt;
 };
 

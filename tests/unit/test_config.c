@@ -189,6 +189,9 @@ TEST(every_key)
 		"syn_timeout = 45s\n"
 		"sweep_interval = 250ms\n"
 		"retry_interval = 300ms\n"
+		"retry_backoff_after = 1h\n"
+		"retry_interval_max = 2m\n"
+		"reopen = no\n"
 		"max_connections = 10000000\n"
 		"max_half_open = 100\n"
 		"max_half_open_per_prefix = 10\n"
@@ -220,6 +223,9 @@ TEST(every_key)
 	CHECK_EQ_INT(cfg->syn_timeout_ms, 45000);
 	CHECK_EQ_INT(cfg->sweep_interval_ms, 250);
 	CHECK_EQ_INT(cfg->retry_interval_ms, 300);
+	CHECK_EQ_INT(cfg->retry_backoff_after_ms, 3600000);
+	CHECK_EQ_INT(cfg->retry_interval_max_ms, 120000);
+	CHECK(!cfg->reopen);
 	CHECK_EQ_INT(cfg->max_connections, 10000000);
 	CHECK_EQ_INT(cfg->max_half_open, 100);
 	CHECK_EQ_INT(cfg->max_half_open_per_prefix, 10);
@@ -390,10 +396,29 @@ TEST(bad_values)
 		{ "exclude = ::ffff:192.0.2.1", "IPv4-mapped" },
 		{ "queue_mode = AUTO", "queue_mode must be" },
 		{ "log_level = DEBUG", "log_level must be" },
+		{ "reopen = true", "reopen must be yes or no" },
+		{ "retry_backoff_after = 999ms",
+		  "retry_backoff_after must be at least 1000ms" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check_error(cases[i].text, cases[i].needle);
+}
+
+/* A check across keys names both, with the file but no line. */
+TEST(backoff_never_shortens_the_wait)
+{
+	struct config *cfg = (struct config *)1;
+	char err[512];
+
+	CHECK_EQ_INT(load("retry_interval = 5s\nretry_interval_max = 2s\n",
+			  &cfg, err, sizeof(err)), -EINVAL);
+	CHECK(cfg == NULL);
+	CHECK(strstr(err, "retry_interval_max (2000ms) is shorter than "
+			  "retry_interval (5000ms)") != NULL);
+	cfg = load_ok("retry_interval = 5s\nretry_interval_max = 5s\n");
+	if (cfg)
+		config_free(cfg);
 }
 
 TEST(long_line)
@@ -557,7 +582,9 @@ TEST(dump_round_trip)
 			     "mark = 0x7261636b\nports = 80, 8000-8080\n"
 			     "exclude = fd00::/8\nsyn_timeout = 1500ms\n"
 			     "setup_timeout = 5s\nanswer_probes = yes\n"
-			     "suspend_after = 5s\nretry_interval = 1s\nmax_suspend = 3d\n"
+			     "suspend_after = 5s\nretry_interval = 1s\n"
+		  "retry_backoff_after = 5m\nretry_interval_max = 30s\n"
+		  "reopen = yes\nmax_suspend = 3d\n"
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
 			     "max_half_open = 16384\nmax_half_open_per_prefix = 4096\n"
 			     "reconnect_rate = 4000\n"
@@ -575,6 +602,7 @@ static const struct unit_test tests[] = {
 	UNIT(durations),
 	UNIT(errors_with_line_numbers),
 	UNIT(bad_values),
+	UNIT(backoff_never_shortens_the_wait),
 	UNIT(long_line),
 	UNIT(comments_and_blank_lines),
 	UNIT(exclude_accumulates_ports_replace),

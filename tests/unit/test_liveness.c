@@ -140,9 +140,10 @@ static bool op_reconnect(struct rackd *d, struct conn *c)
 	return true;
 }
 
+/* As reconnect_begin(): unconfirmed until the peer follows. */
 static void op_moving(struct conn *c)
 {
-	(void)c;
+	c->confirmed = false;
 	moves++;
 }
 
@@ -265,6 +266,8 @@ TEST(test_heard_path_resumes)
 {
 	struct conn *c = setup();
 
+	/* Heartbeats alone: re-opening is tested below. */
+	d.cfg->reopen = false;
 	fake_advance(d.cfg->suspend_after_ms);
 	CHECK_EQ_INT(downs, 1);
 	/* Suspended: tried every retry_interval. */
@@ -279,18 +282,50 @@ TEST(test_heard_path_resumes)
 	teardown();
 }
 
-TEST(test_peer_heartbeat_answered_and_resumes)
+/*
+ * The peer's heartbeat is answered, but proves only that its segments
+ * reach us (behind a NAT that forgot the flow, ours may not reach it):
+ * the path stays suspended and probes at once; the answer to that probe
+ * resumes it.
+ */
+TEST(test_peer_heartbeat_answered_but_only_our_answer_resumes)
 {
 	struct conn *c = setup();
 
+	d.cfg->reopen = false;
 	fake_advance(d.cfg->suspend_after_ms);
 	CHECK_EQ_INT(downs, 1);
+	fake_advance(100);
 	nmsgs = 0;
 	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT, 7), NF_DROP);
 	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT_ACK), 1);
 	CHECK_EQ_INT(msgs[0].counter, 7);
 	CHECK_EQ_INT(c->edp->hb_in, 7);
+	CHECK_EQ_INT(ups, 0);
+	CHECK(c->host->suspended);
+	CHECK_EQ_INT(d.live->stats.heard_one_way, 1);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 1);
+	/* A second one right after: no second probe yet. */
+	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT, 8), NF_DROP);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 1);
+	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out), NF_DROP);
 	CHECK_EQ_INT(ups, 1);
+	CHECK(!c->host->suspended);
+	teardown();
+}
+
+/* Working, the peer's heartbeats do not keep a path whose own go
+ * unanswered from being suspended (a one-way fault). */
+TEST(test_one_way_path_is_suspended)
+{
+	struct conn *c = setup();
+
+	for (uint32_t i = 1; i <= 10; i++) {
+		fake_advance(d.cfg->suspend_after_ms / 5);
+		deliver(c, EDP_HEARTBEAT, i);
+	}
+	CHECK_EQ_INT(downs, 1);
+	CHECK(c->host->suspended);
 	teardown();
 }
 
@@ -298,8 +333,10 @@ TEST(test_replays_and_forgeries_ignored)
 {
 	struct conn *c = setup();
 
+	d.cfg->reopen = false;
 	fake_advance(d.cfg->suspend_after_ms);
 	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT, 7), NF_DROP);
+	CHECK_EQ_INT(deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out), NF_DROP);
 	CHECK_EQ_INT(ups, 1);
 	fake_advance(d.cfg->suspend_after_ms + 1);
 	CHECK_EQ_INT(downs, 2);
@@ -326,7 +363,7 @@ TEST(test_moved_connection_reconnects_on_resume)
 	 * learn them before it is resumed. */
 	c->confirmed = false;
 	reconnects = 0;
-	deliver(c, EDP_HEARTBEAT, 3);
+	deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out);
 	CHECK_EQ_INT(ups, 0);
 	CHECK(reconnects >= 1);
 	/* On a working path, asked again until the peer answers. */
@@ -344,11 +381,12 @@ TEST(test_paced_reconnections_resume_soon)
 	struct conn *other = fake_conn(&d, "10.0.0.1:40001", "10.0.0.2:22",
 				       true);
 
+	d.cfg->reopen = false;
 	event_post(&d.events, EVENT_CONNECTED, other, NULL);
 	fake_advance(d.cfg->suspend_after_ms);
 	c->confirmed = other->confirmed = false;
 	paced = true;
-	deliver(c, EDP_HEARTBEAT, 3);
+	deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out);
 	CHECK_EQ_INT(reconnects, 0);
 	CHECK(timer_pending(&c->host->timer));
 	CHECK(c->host->timer.deadline <= fake_now + LIVE_PACED_RETRY_MS);
@@ -377,11 +415,96 @@ TEST(test_link_without_carrier_suspends_at_once)
 	nmsgs = 0;
 	fake_advance(3000);
 	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 0);
-	/* Its return is tried at once. */
+	CHECK_EQ_INT(reconnects, 0);
+	CHECK_EQ_STR(live_wait_name(live_waiting_for(&d, c)), "link_down");
+	/* Its return is tried at once: re-opened with a reconnection. */
 	up.carrier = true;
 	live_link_event(&d, &up);
 	fake_advance(0);
+	CHECK_EQ_INT(reconnects, 1);
+	CHECK_EQ_STR(live_wait_name(live_waiting_for(&d, c)), "path_silent");
+	teardown();
+}
+
+/*
+ * A suspended path re-opens itself: its connections become unconfirmed
+ * (each must reconnect, with a SYN on its own endpoints) and the path's
+ * probes are those reconnections, every retry_interval; the answer to
+ * one resumes the path, and the others reconnect in turn.
+ */
+TEST(test_suspended_path_reopens_with_reconnections)
+{
+	struct conn *c = setup();
+	struct conn *o = fake_conn(&d, "10.0.0.1:40001", "10.0.0.2:22", true);
+
+	event_post(&d.events, EVENT_CONNECTED, o, NULL);
+	CHECK_EQ_STR(live_wait_name(live_waiting_for(&d, c)), "none");
+	fake_advance(d.cfg->suspend_after_ms);
+	CHECK_EQ_INT(downs, 2);
+	CHECK_EQ_INT(moves, 2);
+	CHECK(!c->confirmed && !o->confirmed);
+	CHECK_EQ_INT(d.live->stats.reopens, 1);
+	CHECK_EQ_STR(live_wait_name(live_waiting_for(&d, c)), "path_silent");
+	nmsgs = reconnects = 0;
+	fake_advance(5 * d.cfg->retry_interval_ms);
+	CHECK_EQ_INT(reconnects, 5);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 0);
+	CHECK_EQ_INT(c->host->tries, 6);	/* one at the suspension */
+	CHECK_EQ_INT(live_suspended_ms(c), 5 * d.cfg->retry_interval_ms);
+	/* One is followed (reconnect.c): the path is heard, the other one
+	 * asks too, and stays held until followed. */
+	c->confirmed = true;
+	reconnects = 0;
+	live_heard_path(&d, c);
+	CHECK(!c->host->suspended);
+	CHECK_EQ_INT(ups, 1);
+	CHECK_EQ_INT(reconnects, 1);
+	CHECK_EQ_STR(live_wait_name(live_waiting_for(&d, o)), "none");
+	teardown();
+}
+
+TEST(test_reopen_off_waits_for_heartbeats)
+{
+	struct conn *c = setup();
+
+	d.cfg->reopen = false;
+	fake_advance(d.cfg->suspend_after_ms);
+	CHECK_EQ_INT(moves, 0);
+	CHECK(c->confirmed);
+	CHECK_EQ_STR(live_wait_name(live_waiting_for(&d, c)), "reopen_off");
+	nmsgs = 0;
+	fake_advance(3 * d.cfg->retry_interval_ms);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 3);
+	CHECK_EQ_INT(reconnects, 0);
+	teardown();
+}
+
+/* A long silence spaces the tries out, doubling up to
+ * retry_interval_max; the path's return resets it. */
+TEST(test_long_silence_backs_off)
+{
+	struct conn *c = setup();
+
+	d.cfg->reopen = false;
+	d.cfg->retry_backoff_after_ms = 10000;
+	d.cfg->retry_interval_max_ms = 4000;
+	fake_advance(d.cfg->suspend_after_ms);
+	nmsgs = 0;
+	/* 10 s at 1 s, then 2 s, then 4 s, 4 s, ... */
+	fake_advance(10000);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 10);
+	nmsgs = 0;
+	fake_advance(2000);
 	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 1);
+	nmsgs = 0;
+	fake_advance(4000);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 1);
+	nmsgs = 0;
+	fake_advance(40000);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 10);
+	deliver(c, EDP_HEARTBEAT_ACK, c->edp->hb_out);
+	CHECK(!c->host->suspended);
+	CHECK_EQ_INT(c->host->backoff, 0);
 	teardown();
 }
 
@@ -468,7 +591,11 @@ static const struct unit_test tests[] = {
 	UNIT(test_silent_path_is_suspended),
 	UNIT(test_answered_path_stays_up),
 	UNIT(test_heard_path_resumes),
-	UNIT(test_peer_heartbeat_answered_and_resumes),
+	UNIT(test_peer_heartbeat_answered_but_only_our_answer_resumes),
+	UNIT(test_one_way_path_is_suspended),
+	UNIT(test_suspended_path_reopens_with_reconnections),
+	UNIT(test_reopen_off_waits_for_heartbeats),
+	UNIT(test_long_silence_backs_off),
 	UNIT(test_replays_and_forgeries_ignored),
 	UNIT(test_moved_connection_reconnects_on_resume),
 	UNIT(test_paced_reconnections_resume_soon),

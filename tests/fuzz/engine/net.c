@@ -209,7 +209,7 @@ static bool racks_message(const struct fz_seg *s)
 		o[4] == (EDP_VERSION << 4 | EDP_RECONNECT_ACK));
 }
 
-/* Step 3, input_ctl: SYN-ACKs, SYNs offering racks, probes. */
+/* Step 3, input_ctl: SYN-ACKs, SYNs offering racks, probes, resets. */
 static bool handshake_in(const struct fz_seg *s, bool marked)
 {
 	uint8_t f = s->flags & (TCP_FLAG_FIN | TCP_FLAG_SYN | TCP_FLAG_RST |
@@ -219,6 +219,10 @@ static bool handshake_in(const struct fz_seg *s, bool marked)
 	bool probe = fz_d->cfg->answer_probes &&
 		     s->tos >> 2 == EDP_PROBE_DSCP;
 
+	/* Every reset, for rstguard.c: before the port test. */
+	if ((s->flags & (TCP_FLAG_SYN | TCP_FLAG_RST)) == TCP_FLAG_RST &&
+	    !marked)
+		return true;
 	/* syn_in and probe_in consider the server ports only. */
 	if (!(s->flags & (TCP_FLAG_FIN | TCP_FLAG_SYN | TCP_FLAG_RST)) ||
 	    !server_port(s))

@@ -32,6 +32,7 @@ void fz_wire(struct rackd *d)
 	memset(d->state, 0, sizeof(*d->state));
 	memset(d->migrate, 0, sizeof(*d->migrate));
 	memset(d->adopt, 0, sizeof(*d->adopt));
+	memset(d->rstguard, 0, sizeof(*d->rstguard));
 	wire(d);
 	channel = d->channel;
 }
