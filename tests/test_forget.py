@@ -115,8 +115,10 @@ def restore_everything(topo, cuts):
     table goes with the restore)."""
     for c in cuts:
         c.assert_acted("cut")
-    for h in "ab":
-        topo.restore_silent(h)
+    # One transaction: restored one side before the other, R would see
+    # (and track) a SYN that the other side's cut then drops.
+    testbed.nft(topo.r, "; ".join(f"delete table {c.family} {c.table}"
+                                  for c in cuts))
 
 
 def gateway(topo, host, family):
@@ -453,7 +455,10 @@ def forgotten_with_apps(topo, tmp_path, family, box_kind, cut, config=None):
     # R admitted each connection's fresh flow by its SYN, racks' own.
     assert after["syn_new"] - before["syn_new"] >= 2, (before, after)
     assert after["reopen_syn"] - before["reopen_syn"] >= 2, (before, after)
-    assert after["invalid"] == 0, after
+    # Not asserted: `invalid`. Both ends re-open; where their SYNs cross,
+    # R takes the later one, in the reply direction of the flow the
+    # earlier one opened, for invalid and drops it (harmless: the first
+    # re-opened the flow).
     if not cut:
         # The flows' segments after the flush were mid-stream to R.
         box.assert_acted("dropped", since=before)
