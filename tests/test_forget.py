@@ -21,8 +21,9 @@ of it counting::
       SYN, ct state new, racks' reconnection marker  counter reopen_syn
       SYN (of syn|ack|fin|rst), ct state new  counter syn_new  accept
       (everything else)                   counter dropped     (policy drop)
-    input (NAT only): a TCP segment from B to R's own address that opens
-      no mapping R knows              counter unsolicited drop
+    input (NAT only): a TCP segment from B to R's own address that is
+      of no flow R tracks (ct state new or invalid)
+                                      counter unsolicited drop
       (a NAT that forgot drops, rather than resets, what it does not know)
     postrouting (NAT): towards B     counter masqueraded masquerade [fully-random]
     prerouting (port forward): B -> R:PORT  counter forwarded  dnat to A:PORT

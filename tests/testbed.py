@@ -1329,8 +1329,9 @@ class Topology:
         With nat ("masquerade", "random" or "fully-random": the port R
         gives a flow it forgot and sees anew is then random) it
         masquerades towards B (counter masqueraded) and drops what B
-        sends to a mapping it does not know (input: counter unsolicited:
-        a NAT that forgot stays silent rather than resetting). With
+        sends to R's own address outside a flow it tracks (input: counter
+        unsolicited; ct state new or invalid, e.g. out of the window R
+        tracks: a NAT that forgot stays silent rather than resetting). With
         forward_port as well, B's connections to R's address and that
         port go to A's (counter forwarded). Returns its Middlebox."""
         masq = {"masquerade": "masquerade", "random": "masquerade random",
@@ -1355,7 +1356,7 @@ class Topology:
             counters += ["masqueraded", "unsolicited"]
             chains.append(f"""  chain input {{
     type filter hook input priority filter; policy accept;
-    iifname "{b}" meta l4proto tcp ct state new counter name "unsolicited" drop
+    iifname "{b}" meta l4proto tcp ct state new,invalid counter name "unsolicited" drop
   }}
   chain postrouting {{
     type nat hook postrouting priority srcnat; policy accept;
