@@ -1038,7 +1038,8 @@ def forgot(bench):
         plain = _forgot_once(bench, nat, False)
         values = [_forgot_once(bench, nat, True) for _ in range(runs)]
         got = [v for v in values if v is not None]
-        label = f"middlebox forgot the flow: restore -> data flowing (s; {what})"
+        label = (f"middlebox forgot the flow: restore -> data flowing (s; "
+                 f"{what}{'; plain TCP never recovers' if plain is None else ''})")
         if got:
             r = row(label, [plain] if plain is not None else None, got,
                     "<= 2.00 s", lambda _, x: x["median"] <= 2.0 and
