@@ -130,8 +130,9 @@ $(BUILD)/tests/ckpt/%: tests/unit/ckpt/%.c $(CKPT_UNIT_LIB_SRC)
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CKPT_INCLUDES) -Itests/unit \
 		$(SAN_FLAGS) -o $@ $< $(CKPT_UNIT_LIB_SRC)
 
-check-unit: $(UNIT_TESTS) $(CKPT_UNIT_TESTS)
-	$(Q)set -e; for t in $(UNIT_TESTS) $(CKPT_UNIT_TESTS); do $$t; done
+check-unit: $(UNIT_TESTS) $(CKPT_UNIT_TESTS) $(BUILD)/tests/handshake_orders
+	$(Q)set -e; for t in $(UNIT_TESTS) $(CKPT_UNIT_TESTS) \
+		$(BUILD)/tests/handshake_orders; do $$t; done
 
 # No call or include upward between the layers of rackd and of rackckpt,
 # no cycle between folders; `tests/layers.py --picture` draws them.
@@ -179,6 +180,21 @@ $(BUILD)/fuzz/fuzz_engine: $(call obj,fuzz-obj,$(FUZZ_ENGINE_SRC))
 	$(call quiet,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)clang $(FUZZ_ENGINE_FLAGS) -fsanitize=fuzzer -o $@ $^ $(pkg_libs)
+
+# The handshake in every order (tests/fuzz/orders.c): the whole engine
+# over fuzz_engine's world, a table of orders instead of libFuzzer's
+# input (crafted segments, raw.c, are not among its orders); run by
+# check-unit. Its objects are the fuzzer's (their coverage hooks unused:
+# the sanitizer runtime has them).
+ORDERS_SRC := tests/fuzz/orders.c tests/fuzz/orders_world.c \
+	tests/fuzz/orders_fates.c \
+	$(filter-out tests/fuzz/fuzz_engine.c tests/fuzz/engine/raw.c,\
+	$(FUZZ_ENGINE_SRC))
+$(BUILD)/tests/handshake_orders: $(call obj,fuzz-obj,$(ORDERS_SRC))
+	$(call quiet,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)clang $(FUZZ_ENGINE_FLAGS) -fsanitize=fuzzer-no-link -o $@ $^ \
+		$(pkg_libs)
 
 # rackckpt's targets see its headers, not rackd's.
 $(BUILD)/fuzz/fuzz_plan: INCLUDES := $(CKPT_INCLUDES)
@@ -292,21 +308,33 @@ $(BUILD)/bench/%: bench/tools/%.c
 	$(Q)$(CC) $(BASE_CFLAGS) -O2 $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 # Programs the integration tests run (make test-tools, a prerequisite of
-# check and check-slow): wintrack, a window-tracking middlebox for the
-# test-bed's router (tests/tools/wintrack.c), built with the warnings; it
-# adds its queue rule with rackd's xt target module.
-WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c \
-	nft/xt_queue.c rackd/io/log.c
+# check and check-slow), built with the warnings, on one NFQUEUE plumbing
+# (tests/tools/nfqbox.c, which adds its queue rule with rackd's xt target
+# module): wintrack, a window-tracking middlebox for the test-bed's router
+# (tests/tools/wintrack.c), and disorder, one that delays, duplicates and
+# reorders chosen segments (tests/tools/disorder.c).
+NFQBOX_SRC := tests/tools/nfqbox.c nft/xt_queue.c rackd/io/log.c
+WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c
+DISORDER_SRC := tests/tools/disorder.c tests/tools/disorder_hold.c
 # connfleet (bench/tools/connfleet.c: thousands of idle connections, each
 # echoing on command) serves tests/test_load.py as well as the bench.
-TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/bench/connfleet
+TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/tests/disorder \
+	$(BUILD)/bench/connfleet
 test-tools: $(TEST_TOOLS)
 
-$(BUILD)/tests/wintrack: $(WINTRACK_SRC) tests/tools/wintrack.h
+$(BUILD)/tests/wintrack: $(WINTRACK_SRC) $(NFQBOX_SRC) tests/tools/wintrack.h \
+	tests/tools/nfqbox.h
 	$(call quiet,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -O2 $(CFLAGS) $(LDFLAGS) -o $@ \
-		$(WINTRACK_SRC) $(pkg_libs)
+		$(WINTRACK_SRC) $(NFQBOX_SRC) $(pkg_libs)
+
+$(BUILD)/tests/disorder: $(DISORDER_SRC) $(NFQBOX_SRC) tests/tools/disorder.h \
+	tests/tools/nfqbox.h
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) -O2 $(CFLAGS) $(LDFLAGS) -o $@ \
+		$(DISORDER_SRC) $(NFQBOX_SRC) $(pkg_libs)
 
 # make bench [QUICK=1]: racks against plain TCP (bench/run.py); the report
 # goes to bench/results/.

@@ -224,6 +224,7 @@ static const struct live_ops path_ops = {
 	.parked_tick = migrate_tick,
 	.reconnect = reconnect_send,
 	.moving = reconnect_begin,
+	.reopen = reconnect_reopen,
 	.held_again = hold_restore,
 	.unhold = hold_free,
 };

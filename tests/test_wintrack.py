@@ -13,12 +13,8 @@ every flow: the tests fail closed)::
 """
 
 import json
-import os
-import signal
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
@@ -27,25 +23,12 @@ import testbed
 from testbed import start_xfer_client, start_xfer_server
 
 MB = 1024 * 1024
-WINTRACK = testbed.REPO / "build" / "tests" / "wintrack"
-QUEUE = 7
 MAXACKWINDOW = 0xffff + 1500    # pf's slack for acks (wintrack_track.c)
 IDLE_BURST = 128 * MB
 TABLE = "wintrack"
 # Racks' heartbeats every 2/3 s: three times as many as by default, so a
 # dropped one shows sooner and more often.
 CONFIG = "suspend_after = 2s\n"
-# After testbed's loss rules (forward, priority 0): wintrack judges what
-# survived them, as a firewall behind a lossy link does.
-RULESET = f"""table inet {TABLE} {{
-    chain forward {{
-        type filter hook forward priority 10; policy accept;
-        meta l4proto tcp counter jump judge
-    }}
-    chain judge {{
-    }}
-}}
-"""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,58 +36,22 @@ def built():
     testbed.make("test-tools", timeout=120)
 
 
-class Wintrack:
-    """wintrack running in R, with its drop log and JSON counters."""
+class Wintrack(testbed.QueueTool):
+    """wintrack running in R, with its drop log and JSON counters. Its
+    forward chain runs after testbed's loss rules (priority 0): wintrack
+    judges what survived them, as a firewall behind a lossy link does."""
+
+    BINARY = testbed.REPO / "build" / "tests" / "wintrack"
+    QUEUE = 7
 
     def __init__(self, topo, strict=False):
         self.topo = topo
-        self.dir = Path(tempfile.mkdtemp(prefix="wintrack-"))
-        self.log_path = self.dir / "drops.log"
-        self.stats_path = self.dir / "stats.json"
-        testbed.nft_file(topo.r, RULESET)
-        assert f"table inet {TABLE}" in testbed.tables(topo.r)
-        argv = [str(WINTRACK), "--queue", str(QUEUE), "--log",
-                str(self.log_path), "--stats", str(self.stats_path)]
-        self.proc = topo.r.popen(argv + (["--strict"] if strict else []) +
-                                 [TABLE, "judge"])
-        line = testbed.read_line(self.proc, 10, "wintrack")
-        assert line.startswith("READY "), line
-        self.how = line.split()[1]
-        # The queue rule is in place: native, or the xt target, whose
-        # flags nft cannot print (test_out_of_window_segments_are_dropped
-        # shows it has no bypass: a dead wintrack stalls flows).
-        judge = json.loads(testbed.nft(
-            topo.r, ["-j", "list", "chain", "inet", TABLE, "judge"]))
-        exprs = [e for item in judge["nftables"] if "rule" in item
-                 for e in item["rule"]["expr"]]
-        assert {"xt": {"type": "target", "name": "NFQUEUE"}} in exprs or \
-            any("queue" in e and "bypass" not in str(e) for e in exprs), exprs
-        self.generation = self._read()["generation"]
-
-    def _read(self):
-        return json.loads(self.stats_path.read_text())
-
-    def stats(self):
-        """Fresh counters: SIGUSR1, then the next generation of the file."""
-        want = self.generation + 1
-        os.kill(self.proc.pid, signal.SIGUSR1)
-        stats = testbed.wait_until(
-            lambda: (s := self._read())["generation"] >= want and s, 5,
-            "wintrack's stats after SIGUSR1")
-        self.generation = stats["generation"]
-        return stats
+        super().__init__(topo.r, ["--strict"] if strict else [], table=TABLE)
+        topo.queue_tools.append(self)
 
     def drops(self):
         """wintrack's drop log, one line per dropped segment."""
-        try:
-            return self.log_path.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-
-    def queued(self):
-        """Packets R's forward chain sent to wintrack (its counter)."""
-        listing = testbed.nft(self.topo.r, f"list chain inet {TABLE} forward")
-        return int(listing.split("counter packets ")[1].split()[0])
+        return self.log()
 
     def check_clean(self, stats=None):
         """Zero drops, everything queued judged: returns the stats."""
@@ -118,10 +65,6 @@ class Wintrack:
         assert stats["received"] > 0
         assert self.queued() >= stats["received"]
         return stats
-
-    def stop(self):
-        testbed.terminate([self.proc])
-        return self._read()
 
 
 def summary(stats):

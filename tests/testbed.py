@@ -2,7 +2,8 @@
 
 Builds small networks out of Linux network namespaces and veth pairs, runs
 programs inside them (rackd, nft and the stdlib tools in tests/tools:
-xfer.py for byte streams, pinger.py for ICMP echo, tundelay.py for delay)
+xfer.py for byte streams, pinger.py for ICMP echo, tundelay.py for delay;
+the NFQUEUE middleboxes wintrack and disorder, see QueueTool)
 and takes them down again. The standard topology is two hosts and a router::
 
       ns A (host)              ns R (router)              ns B (host)
@@ -460,6 +461,174 @@ class Middlebox:
             nft(self.ns, ["delete", "table", self.family, self.table])
 
 
+class QueueTool:
+    """A user-space middlebox of tests/tools (wintrack, disorder: both on
+    nfqbox.c) serving an NFQUEUE in a namespace (R, usually): an nft
+    table TABLE whose forward chain (at PRIORITY: after the test-bed's
+    loss rules at 0) sends every TCP segment through chain 'judge' to the
+    tool's queue. The queue rule has no bypass: a dead tool stalls every
+    flow, so a test fails closed. The tool's counters are JSON in a
+    stats file, rewritten on SIGUSR1 with a 'generation' that counts the
+    writes; ``stats()`` asks for fresh ones. Its files live in WORKDIR
+    (a fresh temp dir by default, removed by ``close()``)."""
+
+    BINARY = None          # a subclass's build/tests/<tool>
+    QUEUE = None
+
+    def __init__(self, ns, args=(), table=None, priority=10, workdir=None,
+                 timeout=10):
+        self.ns = _as_netns(ns)
+        self.name = Path(self.BINARY).name
+        self.table = table or self.name
+        self._own_dir = workdir is None
+        self.dir = Path(workdir or tempfile.mkdtemp(prefix=f"{self.name}-"))
+        self.log_path = self.dir / f"{self.name}.log"
+        self.stats_path = self.dir / f"{self.name}.json"
+        nft_file(self.ns, f"""table inet {self.table} {{
+    chain forward {{
+        type filter hook forward priority {priority}; policy accept;
+        meta l4proto tcp counter jump judge
+    }}
+    chain judge {{
+    }}
+}}
+""")
+        if f"table inet {self.table}" not in tables(self.ns):
+            raise TestbedError(f"table inet {self.table} not made in "
+                               f"{self.ns.name}")
+        self.proc = self.ns.popen(
+            [str(self.BINARY), "--queue", str(self.QUEUE), "--log",
+             str(self.log_path), "--stats", str(self.stats_path), *args,
+             self.table, "judge"])
+        line = read_line(self.proc, timeout, f"{self.name} in {self.ns.name}")
+        if not line.startswith("READY "):
+            raise TestbedError(f"{self.name} said {line!r}, not READY")
+        self.ready = line.split()[1:]
+        self.how = self.ready[0]
+        # The queue rule is in place: native, or the xt target, whose
+        # flags nft cannot print (test_wintrack.py shows it has no
+        # bypass: a dead wintrack stalls flows).
+        judge = json.loads(nft(self.ns, ["-j", "list", "chain", "inet",
+                                         self.table, "judge"]))
+        exprs = [e for item in judge["nftables"] if "rule" in item
+                 for e in item["rule"]["expr"]]
+        if not ({"xt": {"type": "target", "name": "NFQUEUE"}} in exprs or
+                any("queue" in e and "bypass" not in str(e) for e in exprs)):
+            raise TestbedError(f"{self.name}: no queue rule without bypass "
+                               f"in judge: {exprs}")
+        self.generation = self._read()["generation"]
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.ns.name}, inet {self.table})"
+
+    def _read(self):
+        return json.loads(self.stats_path.read_text())
+
+    def stats(self):
+        """Fresh counters: SIGUSR1, then the next generation of the file."""
+        want = self.generation + 1
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        stats = wait_until(
+            lambda: (s := self._read())["generation"] >= want and s, 5,
+            f"{self.name}'s stats after SIGUSR1")
+        self.generation = stats["generation"]
+        return stats
+
+    def log(self):
+        """The tool's log, one line per segment it dropped or acted on."""
+        try:
+            return self.log_path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def queued(self):
+        """Packets the forward chain sent to the tool (its counter)."""
+        listing = nft(self.ns, f"list chain inet {self.table} forward")
+        return int(listing.split("counter packets ")[1].split()[0])
+
+    def stop(self):
+        """Stop the tool (SIGTERM: it writes its counters, lets go what it
+        holds); its last counters."""
+        terminate([self.proc])
+        if self.proc in self.ns.procs:
+            self.ns.procs.remove(self.proc)
+        return self._read()
+
+    def close(self):
+        """Stop it, remove its table and (if it made it) its directory."""
+        if self.proc.poll() is None:
+            self.stop()
+        if f"table inet {self.table}" in tables(self.ns):
+            nft(self.ns, ["delete", "table", "inet", self.table])
+        self.remove_files()
+
+    def remove_files(self):
+        """Remove its directory if it made it (its process gone)."""
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Disorder(QueueTool):
+    """tests/tools/disorder in R: delays, duplicates and reorders the TCP
+    segments its rules pick (see disorder.c: kinds syn_opt, syn,
+    synack_opt, synack, ack, setup, message, data, other; aliases
+    handshake, racks, all; a rule such as
+    "kinds=syn_opt,count=1,delay=1200"). Like a Middlebox, it proves that
+    it acted: ``assert_acted(kind, action)`` with action 'delayed',
+    'duplicated' or 'reordered' (per kind), or ``assert_rule_acted(i)``.
+
+    Made with ``Topology.disorder(rules)``, torn down with the topology."""
+
+    BINARY = REPO / "build" / "tests" / "disorder"
+    QUEUE = 8
+    KINDS = ("syn_opt", "syn", "synack_opt", "synack", "ack", "setup",
+             "message", "data", "other")
+    ALIASES = {"handshake": ("syn_opt", "syn", "synack_opt", "synack", "ack"),
+               "racks": ("setup", "message"), "all": KINDS}
+
+    def __init__(self, ns, rules, seed=1, **kw):
+        if isinstance(rules, str):
+            rules = [rules]
+        self.rules = list(rules)
+        args = ["--seed", str(seed)]
+        for rule in self.rules:
+            args += ["--rule", rule]
+        super().__init__(ns, args, **kw)
+
+    def counts(self, action, kinds="all", stats=None):
+        """How many segments of KINDS (a kind, an alias or a list) the
+        tool counted under ACTION ('seen', 'passed', 'delayed',
+        'duplicated', 'reordered') so far."""
+        stats = stats or self.stats()
+        names = self.ALIASES.get(kinds, (kinds,)) if isinstance(kinds, str) \
+            else [k for name in kinds for k in self.ALIASES.get(name, (name,))]
+        return sum(stats["kinds"][k][action] for k in names)
+
+    def assert_acted(self, kinds, action, at_least=1, since=None):
+        """Assert that the tool counted at least at_least segments of
+        KINDS under ACTION more than since (an earlier stats()); returns
+        how many."""
+        stats = self.stats()
+        base = self.counts(action, kinds, since) if since else 0
+        moved = self.counts(action, kinds, stats) - base
+        if moved < at_least:
+            raise AssertionError(
+                f"{self!r}: {action} {kinds} moved {moved}, expected at "
+                f"least {at_least}: the tool did not act as the test "
+                f"needs\nrules {self.rules}\n{json.dumps(stats['kinds'])}")
+        return moved
+
+    def assert_rule_acted(self, index=0, at_least=1):
+        """Assert that rule INDEX acted on at least at_least segments."""
+        rule = self.stats()["rules"][index]
+        if rule["acted"] < at_least:
+            raise AssertionError(f"{self!r}: rule {rule['rule']!r} acted "
+                                 f"{rule['acted']} times (matched "
+                                 f"{rule['matched']}), expected at least "
+                                 f"{at_least}")
+        return rule["acted"]
+
+
 def assert_counter_moved(ns, table, name, at_least=1, since=0, family="inet"):
     """Assert that named counter NAME of TABLE in ns counted at least
     at_least packets more than since; returns how many."""
@@ -905,6 +1074,8 @@ class Topology:
     - ``addr[host]``: {'v4': ..., 'v6': ...}, the current addresses of
       'a' and 'b' (without prefix length); ``prefix[host]`` their lengths.
     - ``rackds``: every Rackd made for its namespaces (``start_rackd``).
+    - ``queue_tools``: the NFQUEUE middleboxes made for it (``disorder``),
+      whose files go with it.
     - ``tag``: the namespaces are tag + 'a' / 'r' / 'b', with tag
       ``rk<pid>x<n>``, so topologies of one or several test processes
       coexist, and leftovers of dead ones are recognised.
@@ -922,6 +1093,7 @@ class Topology:
         self.prefix = {h: {"v4": 24, "v6": 64} for h in SUBNET}
         self._next_subnet = itertools.count(max(SUBNET.values()) + 1)
         self._netem_procs = {}
+        self.queue_tools = []
         self._created = []
         self._closed = False
 
@@ -1283,6 +1455,14 @@ class Topology:
 }}
 """)
 
+    def disorder(self, rules, seed=1, **kw):
+        """tests/tools/disorder in R, serving R's forwarded TCP segments
+        with RULES (a rule string or a list; see Disorder). Returns the
+        Disorder once it is READY; its process ends with the topology."""
+        tool = Disorder(self.r, rules, seed=seed, **kw)
+        self.queue_tools.append(tool)
+        return tool
+
     def firewall(self, strict=True, nat=False, table="fw"):
         """R as a stateful firewall in its forward chain; with nat it also
         masquerades toward B (B sees R's address and port). Counters::
@@ -1513,6 +1693,8 @@ class Topology:
             rackd.close(keep_files=keep)
         for ns in self._nodes.values():
             ns.kill_processes()
+        for tool in self.queue_tools:
+            tool.remove_files()
         for ns in {r.ns.name: r.ns for r in self.rackds}.values():
             self._drop_racks_table(ns)
         existing = namespace_names()

@@ -202,28 +202,29 @@ static int set_duration(uint64_t *dst, const char *key, char *v, uint64_t min,
 	return 0;
 }
 
+static int set_yes_no(bool *out, const char *key, const char *v, char *why,
+		      size_t wl)
+{
+	if (strcmp(v, "yes") == 0)
+		*out = true;
+	else if (strcmp(v, "no") == 0)
+		*out = false;
+	else
+		return set_error(why, wl, "%s must be yes or no", key);
+	return 0;
+}
+
 static int set_answer_probes(struct config *cfg, char *v, char *why,
 			     size_t wl)
 {
-	if (strcmp(v, "yes") == 0)
-		cfg->answer_probes = true;
-	else if (strcmp(v, "no") == 0)
-		cfg->answer_probes = false;
-	else
-		return set_error(why, wl, "answer_probes must be yes or no");
-	return 0;
+	return set_yes_no(&cfg->answer_probes, "answer_probes", v, why, wl);
 }
 
 static int set_reopen(struct config *cfg, char *v, char *why, size_t wl)
 {
-	if (strcmp(v, "yes") == 0)
-		cfg->reopen = true;
-	else if (strcmp(v, "no") == 0)
-		cfg->reopen = false;
-	else
-		return set_error(why, wl, "reopen must be yes or no");
-	return 0;
+	return set_yes_no(&cfg->reopen, "reopen", v, why, wl);
 }
+
 
 static int set_log_level(struct config *cfg, char *v, char *why, size_t wl)
 {

@@ -470,20 +470,29 @@ static bool established(struct conn *c)
 }
 
 /* C's handshake or set-up is over, without racks: released, so that
- * adoption can begin. */
-static void finish_plain(struct rackd *d, struct conn *c)
+ * adoption can begin. WHY goes to the log. */
+static void finish_plain(struct rackd *d, struct conn *c, const char *why)
 {
 	conn_halfopen_proven(&d->conns, c);
 	c->unmanaged = UNMANAGED_HANDSHAKE_UNSEEN;
 	if (c->state == CONN_SETUP) {
-		setup_release(d, c, "the peer's handshake ended plain: "
-				    "adopting");
+		setup_release(d, c, why);
 		return;
 	}
 	loop_timer_cancel(d->loop, &c->expiry);
 	c->peer = PEER_NONE;
 	set_state(c, CONN_RELEASED);
-	conn_log(c, "handshake unseen by the peer: adopting");
+	conn_log(c, why);
+}
+
+bool adopt_unfinished(struct rackd *d, struct conn *c, const char *why)
+{
+	if ((c->state != CONN_HANDSHAKE && c->state != CONN_SETUP) ||
+	    c->adopt || c->adoptions >= ADOPT_TRIES)
+		return false;
+	finish_plain(d, c, why);
+	begin(d, c, UNMANAGED_HANDSHAKE_UNSEEN);
+	return true;
 }
 
 static uint32_t adopt_input(struct rackd *d, struct conn *c,
@@ -577,8 +586,11 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 			/* The kernel finished the handshake, and the peer's
 			 * ended plain (its offer, or our answer, lost or late),
 			 * or what we took for one was stale: adopted. */
-			finish_plain(d, c);
-			begin(d, c, UNMANAGED_HANDSHAKE_UNSEEN);
+			adopt_unfinished(d, c, c->state == CONN_SETUP ?
+					 "the peer's handshake ended plain: "
+					 "adopting" :
+					 "handshake unseen by the peer: "
+					 "adopting");
 		} else if (again) {
 			/* The peer is racks after all: ask again. */
 			c->adoption = ADOPTION_NONE;

@@ -100,6 +100,11 @@ void adopt_write_state(struct rackd *d, FILE *f);
 /* C was just released (or its set-up timed out): adopt it if a later
  * set-up can help. */
 void adopt_released(struct rackd *d, struct conn *c);
+/* C's kernel socket finished the handshake (or set-up's) without racks
+ * (a SYN-ACK we needed never came by, the peer's handshake ended plain):
+ * released as unseen and adopted; WHY is logged. False, C unchanged, when
+ * C is past its handshake and set-up or has used its adoptions. */
+bool adopt_unfinished(struct rackd *d, struct conn *c, const char *why);
 /* C starts afresh (a new handshake on its endpoints). */
 void adopt_reset(struct rackd *d, struct conn *c);
 /* A segment C's socket sends while adoption learns (c->adoption ==

@@ -8,6 +8,7 @@
 
 #include "event.h"
 #include "inject.h"
+#include "keystate.h"
 #include "liveness.h"
 #include "log.h"
 #include "loop.h"
@@ -293,6 +294,27 @@ static bool hold_acceptable(struct rackd *d, struct conn *c,
 	       (int64_t)(int32_t)(p->ack - h->snd_una) <= (int64_t)swin;
 }
 
+/*
+ * Whether the peer's segments reaching C's socket prove that it follows
+ * C: always once confirmed; and when C is unconfirmed only to re-open its
+ * path (liveness.c), on the very endpoints the peer knows, they show that
+ * every middlebox between still has (or made again) the flow's state,
+ * which is all its reconnection was for.
+ */
+static bool proven_by_traffic(struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+
+	if (c->confirmed)
+		return true;
+	if (!e || !e->rc_reopen)
+		return false;
+	c->confirmed = true;
+	e->rc_reopen = false;
+	e->rc_pending = 0;
+	return true;
+}
+
 int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 		 uint8_t *out, size_t outsize)
 {
@@ -307,7 +329,7 @@ int hold_inbound(struct rackd *d, struct conn *c, const struct packet *p,
 	/* Segments of a peer we have moved away from are no proof that it
 	 * follows us: only its acknowledgement of our reconnection is. Until
 	 * then the socket reads them, with the window still closed. */
-	if (!h->resuming && c->confirmed) {
+	if (!h->resuming && proven_by_traffic(c)) {
 		/* Suspended, yet the peer's segments arrive: resume. */
 		d->live->stats.resumed_by_traffic++;
 		live_heard_path(d, c);
@@ -383,8 +405,8 @@ uint32_t hold_segment(struct rackd *d, struct conn *c, const struct packet *p)
 	/* The socket acknowledges data we never answered for: the peer's
 	 * segments arrive again, so the path works. Resume now rather than
 	 * swallow the very ACK the peer is waiting for. */
-	if (h->known && c->confirmed && (p->flags & TCP_FLAG_ACK) &&
-	    (int32_t)(p->ack - h->rcv_nxt) > 0) {
+	if (h->known && (p->flags & TCP_FLAG_ACK) &&
+	    (int32_t)(p->ack - h->rcv_nxt) > 0 && proven_by_traffic(c)) {
 		d->live->stats.resumed_by_traffic++;
 		live_heard_path(d, c);
 		return NF_ACCEPT;

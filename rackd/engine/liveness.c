@@ -95,7 +95,7 @@ static unsigned live_reopen(struct rackd *d, struct live_peer *p)
 	for (struct conn *c = p->conns; c; c = c->host_next) {
 		if (!c->confirmed || !c->edp || !c->edp->keyed)
 			continue;
-		d->live->ops->moving(c);
+		d->live->ops->reopen(c);
 		n++;
 	}
 	if (n)

@@ -101,6 +101,9 @@ struct live_ops {
 	bool (*reconnect)(struct rackd *d, struct conn *c);
 	/* C's wire endpoints change: unconfirmed until the peer follows. */
 	void (*moving)(struct conn *c);
+	/* C's path re-opens: unconfirmed until the peer answers C's
+	 * reconnection on its own endpoints, or its segments arrive. */
+	void (*reopen)(struct conn *c);
 	/* C, from a state file, joins a suspended path: held again, for
 	 * HELD_MS already. */
 	void (*held_again)(struct rackd *d, struct conn *c, uint64_t held_ms);

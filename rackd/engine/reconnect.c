@@ -97,9 +97,16 @@ bool reconnect_send(struct rackd *d, struct conn *c)
 void reconnect_begin(struct conn *c)
 {
 	c->confirmed = false;
+	c->edp->rc_reopen = false;
 	c->edp->rc_base = c->edp->hb_out;
 	c->edp->rc_pending = 0;
 	c->edp->rc_warned = false;
+}
+
+void reconnect_reopen(struct conn *c)
+{
+	reconnect_begin(c);
+	c->edp->rc_reopen = true;
 }
 
 void reconnect_forget(struct rackd *d, struct conn *c)

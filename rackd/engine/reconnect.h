@@ -102,6 +102,10 @@ void reconnect_free(struct rackd *d);
 /* C's wire endpoints changed: unconfirmed until the peer answers a
  * reconnection sent from now on. */
 void reconnect_begin(struct conn *c);
+/* C's path is re-opened (liveness.c): C is unconfirmed until the peer
+ * answers a reconnection on its own endpoints, or its segments arrive
+ * there (hold.c). */
+void reconnect_reopen(struct conn *c);
 /* Ask C's peer to follow C to its current wire endpoints, if C's last
  * attempt is old enough; false when reconnect_rate holds it back (the
  * caller tries again soon). */

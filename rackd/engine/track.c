@@ -30,12 +30,107 @@
 /* Rewritten packets are built here: rackd is single-threaded. */
 static uint8_t rewrite_buf[0xffff];
 
+static void release_plain(struct rackd *d, struct conn *c,
+			  enum conn_unmanaged why);
+
+/*
+ * How long a handshake goes unchecked: within setup_timeout every
+ * connection must be decided (connected, adopting or released), so its
+ * handshake is looked at by then even though the kernel may go on
+ * retransmitting its SYN up to syn_timeout.
+ */
+static uint64_t handshake_wait(const struct config *cfg)
+{
+	return cfg->setup_timeout_ms < cfg->syn_timeout_ms ?
+	       cfg->setup_timeout_ms : cfg->syn_timeout_ms;
+}
+
+/* Whether the kernel's socket in STATE (sockdiag_state()) is past its
+ * handshake: established, or already closing after it. */
+static bool handshake_over(int state)
+{
+	switch (state) {
+	case TCP_STATE_ESTABLISHED:
+	case TCP_STATE_FIN_WAIT1:
+	case TCP_STATE_FIN_WAIT2:
+	case TCP_STATE_CLOSE_WAIT:
+	case TCP_STATE_LAST_ACK:
+	case TCP_STATE_CLOSING:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The kernel's state of C's socket. An incoming entry may stand for any
+ * sender's SYN (a flood of them fills the half-open entries): asking
+ * for it is paced with the other questions that unauthenticated
+ * segments cause; -EAGAIN when not asked.
+ */
+static int handshake_state(struct rackd *d, struct conn *c)
+{
+	if (c->dir == CONN_INCOMING && !rackd_unauth_query(d))
+		return -EAGAIN;
+	return sockdiag_state(&c->local, &c->remote);
+}
+
+/*
+ * C is still in its handshake when it should be decided. The SYN-ACK it
+ * needed may never have come by rackd while the kernel finished the
+ * handshake plain: a SYN delayed behind its plain retransmission (same
+ * ISN) reaches an established socket, which answers no SYN-ACK; a
+ * SYN-ACK answered the plain copy before the offer arrived. The kernel
+ * says where the handshake is: over, it is adopted (or released when
+ * adoption cannot help); still under way (or no socket shown yet: a
+ * request socket may not be; or not asked), it is looked at again until
+ * syn_timeout; then forgotten.
+ */
+static void handshake_expire(struct rackd *d, struct conn *c)
+{
+	uint64_t age = loop_now() - c->created_mono;
+	int state = handshake_state(d, c);
+
+	if (handshake_over(state)) {
+		if (c->offered &&
+		    adopt_unfinished(d, c, "handshake ended without its "
+					   "SYN-ACK: adopting"))
+			return;
+		/* Not offered: our SYN had no room (that cause stays). */
+		release_plain(d, c, UNMANAGED_HANDSHAKE_UNSEEN);
+		return;
+	}
+	/* Our own socket shows from its first SYN on: gone, it failed
+	 * (refused, reset, closed); closing, likewise. */
+	if ((state == -ENOENT && c->dir == CONN_OUTGOING) ||
+	    state == TCP_STATE_TIME_WAIT || state == TCP_STATE_CLOSE) {
+		conn_log(c, "handshake failed: its socket is gone");
+		d->stats.conns_expired++;
+		rackd_forget(d, c);
+		return;
+	}
+	if (age < d->cfg->syn_timeout_ms) {
+		uint64_t left = d->cfg->syn_timeout_ms - age;
+		uint64_t wait = handshake_wait(d->cfg);
+
+		loop_timer_arm(d->loop, &c->expiry, left < wait ? left : wait);
+		return;
+	}
+	conn_log(c, "handshake timed out");
+	d->stats.conns_expired++;
+	rackd_forget(d, c);
+}
+
 static void track_expire(struct timer *t, void *arg)
 {
 	struct conn *c = arg;
 	struct rackd *d = rackd_of_conn(c);
 
 	(void)t;
+	if (c->state == CONN_HANDSHAKE) {
+		handshake_expire(d, c);
+		return;
+	}
 	if (c->state == CONN_SETUP) {
 		d->edp.setup_failed++;
 		c->unmanaged = UNMANAGED_SETUP_TIMEOUT;
@@ -366,7 +461,10 @@ static void track_syn(struct rackd *d, struct queue *q,
 	if (!c && !(c = new_conn(d, p, outbound)))
 		goto accept;
 	conn_end_set(outbound ? &c->lend : &c->rend, p);
-	loop_timer_arm(d->loop, &c->expiry, d->cfg->syn_timeout_ms);
+	/* Armed once: a late copy of the SYN must not put off the check
+	 * that decides the connection within setup_timeout. */
+	if (!timer_pending(&c->expiry))
+		loop_timer_arm(d->loop, &c->expiry, handshake_wait(d->cfg));
 	c->syns++;
 
 	if (outbound) {

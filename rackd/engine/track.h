@@ -4,8 +4,10 @@
  * connection table entries and carry racks' offer (added to ours,
  * removed from the peer's), racks' messages go to the channel
  * (channel.c, which hands each to its type's handler), probe FINs to
- * answer.c. Entries whose handshake never completed, or whose socket the
- * kernel no longer has, are forgotten.
+ * answer.c. An entry still in its handshake at setup_timeout asks the
+ * kernel: finished without the SYN-ACK rackd needed, it is adopted
+ * (adopt.h); its socket gone, or its handshake not over by syn_timeout,
+ * it is forgotten, as are entries whose socket the kernel no longer has.
  */
 #ifndef RACKS_TRACK_H
 #define RACKS_TRACK_H

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nfqbox.h"
+
 /* Why a segment was dropped (or accepted): indexes into wtrack_stats. */
 enum wtrack_verdict {
 	WT_CREATED,		/* a SYN opened a new flow */
@@ -28,19 +30,6 @@ enum wtrack_verdict {
 	WT_MAX,
 };
 
-struct wtrack_segment {
-	int family;		/* 4 or 6 */
-	uint8_t saddr[16], daddr[16];
-	uint16_t sport, dport;
-	uint32_t seq, ack;
-	uint16_t win;
-	uint8_t flags;		/* TH_* bits of the header */
-	uint8_t wscale;		/* 0x80 | shift when the option is present */
-	bool racks;		/* carries TCP option 254 */
-	uint8_t racks_type;	/* its message type, with racks' ExID */
-	uint32_t len;		/* payload bytes (a GSO packet's whole length) */
-};
-
 struct wtrack_stats {
 	uint64_t verdicts[WT_MAX];
 	uint64_t racks_accepted, racks_dropped;
@@ -53,7 +42,7 @@ struct wtrack *wtrack_new(bool strict);
 void wtrack_free(struct wtrack *t);
 /* Decide one forwarded segment; on a drop, log one line to LOG. */
 enum wtrack_verdict wtrack_segment(struct wtrack *t,
-				   const struct wtrack_segment *s, FILE *log);
+				   const struct nfqbox_segment *s, FILE *log);
 bool wtrack_verdict_accepts(enum wtrack_verdict v);
 const char *wtrack_verdict_name(enum wtrack_verdict v);
 const struct wtrack_stats *wtrack_stats(const struct wtrack *t);

@@ -20,13 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TH_FIN 0x01
-#define TH_SYN 0x02
-#define TH_RST 0x04
-#define TH_PSH 0x08
-#define TH_ACK 0x10
-#define TH_URG 0x20
-
 #define WSCALE_FLAG 0x80
 #define WSCALE_MASK 0x0f
 #define TCP_MAXWIN 65535
@@ -52,10 +45,8 @@ struct peer {
 
 struct flow {
 	struct flow *next;
-	int family;
-	/* [0] is the end that sent the SYN. */
-	uint8_t addr[2][16];
-	uint16_t port[2];
+	/* End 0 sent the SYN. */
+	struct nfqbox_tuple t;
 	struct peer peer[2];
 	uint64_t accepted, dropped, racks_accepted, racks_dropped;
 };
@@ -115,59 +106,25 @@ const struct wtrack_stats *wtrack_stats(const struct wtrack *t)
 	return &t->stats;
 }
 
-static uint32_t hash_end(const uint8_t *addr, size_t alen, uint16_t port)
-{
-	uint32_t h = 2166136261u ^ port;
-
-	for (size_t i = 0; i < alen; i++)
-		h = (h ^ addr[i]) * 16777619u;
-	return h;
-}
-
-/* The same bucket for both directions: the two ends' hashes summed. */
-static size_t bucket_of(const struct wtrack_segment *s)
-{
-	size_t alen = s->family == 4 ? 4 : 16;
-
-	return (hash_end(s->saddr, alen, s->sport) +
-		hash_end(s->daddr, alen, s->dport)) % TRACK_BUCKETS;
-}
-
-static bool end_is(const struct flow *f, int i, const uint8_t *addr,
-		   uint16_t port)
-{
-	return f->port[i] == port && !memcmp(f->addr[i], addr, 16);
-}
-
 /* The flow of S, and in *from which of its ends sent it. */
 static struct flow *flow_find(struct wtrack *t,
-			      const struct wtrack_segment *s, int *from)
+			      const struct nfqbox_segment *s, int *from)
 {
-	for (struct flow *f = t->buckets[bucket_of(s)]; f; f = f->next) {
-		if (f->family != s->family)
-			continue;
-		for (int i = 0; i < 2; i++) {
-			if (end_is(f, i, s->saddr, s->sport) &&
-			    end_is(f, !i, s->daddr, s->dport)) {
-				*from = i;
-				return f;
-			}
-		}
+	for (struct flow *f = t->buckets[nfqbox_bucket(s, TRACK_BUCKETS)]; f;
+	     f = f->next) {
+		if ((*from = nfqbox_tuple_from(&f->t, s)) >= 0)
+			return f;
 	}
 	return NULL;
 }
 
 /* A new flow from a SYN, as pf_create_state sets up its two peers. */
-static void flow_start(struct flow *f, const struct wtrack_segment *s)
+static void flow_start(struct flow *f, const struct nfqbox_segment *s)
 {
 	struct peer *src = &f->peer[0], *dst = &f->peer[1];
 
 	memset(f->peer, 0, sizeof(f->peer));
-	memcpy(f->addr[0], s->saddr, 16);
-	memcpy(f->addr[1], s->daddr, 16);
-	f->port[0] = s->sport;
-	f->port[1] = s->dport;
-	f->family = s->family;
+	nfqbox_tuple_set(&f->t, s);
 	src->seen = true;
 	src->seqlo = s->seq;
 	src->seqhi = s->seq + s->len + 1 + 1;	/* the SYN's own sequence */
@@ -209,7 +166,7 @@ static void flags_text(uint8_t flags, char *buf)
 	*buf = '\0';
 }
 
-static void log_drop(FILE *log, const struct wtrack_segment *s,
+static void log_drop(FILE *log, const struct nfqbox_segment *s,
 		     const struct flow *f, int from, enum wtrack_verdict v,
 		     int32_t ackskew)
 {
@@ -273,7 +230,7 @@ static void peers_update(struct peer *src, struct peer *dst, uint8_t flags,
 /* The first segment from the SYN's receiver (its SYN-ACK): its peer state
  * starts here, and window scaling is settled (pf's "seqlo == 0" case). */
 static void responder_start(struct peer *src, struct peer *dst,
-			    const struct wtrack_segment *s, uint32_t *end,
+			    const struct nfqbox_segment *s, uint32_t *end,
 			    uint32_t *win, uint32_t *sws, uint32_t *dws)
 {
 	uint32_t room;
@@ -313,7 +270,7 @@ static void responder_start(struct peer *src, struct peer *dst,
 
 static enum wtrack_verdict wtrack_flow(struct wtrack *t, struct flow *f,
 				       int from,
-				       const struct wtrack_segment *s,
+				       const struct nfqbox_segment *s,
 				       int32_t *skew_out)
 {
 	struct peer *src = &f->peer[from], *dst = &f->peer[!from];
@@ -385,7 +342,7 @@ static enum wtrack_verdict wtrack_flow(struct wtrack *t, struct flow *f,
 }
 
 static enum wtrack_verdict decide(struct wtrack *t,
-				  const struct wtrack_segment *s,
+				  const struct nfqbox_segment *s,
 				  struct flow **fp, int *from, int32_t *skew)
 {
 	bool syn_only = (s->flags & (TH_SYN | TH_ACK | TH_RST)) == TH_SYN;
@@ -409,8 +366,8 @@ static enum wtrack_verdict decide(struct wtrack *t,
 	if (!f)
 		err(1, "calloc");
 	flow_start(f, s);
-	f->next = t->buckets[bucket_of(s)];
-	t->buckets[bucket_of(s)] = f;
+	f->next = t->buckets[nfqbox_bucket(s, TRACK_BUCKETS)];
+	t->buckets[nfqbox_bucket(s, TRACK_BUCKETS)] = f;
 	t->stats.flows++;
 	*fp = f;
 	*from = 0;
@@ -418,7 +375,7 @@ static enum wtrack_verdict decide(struct wtrack *t,
 }
 
 enum wtrack_verdict wtrack_segment(struct wtrack *t,
-				   const struct wtrack_segment *s, FILE *log)
+				   const struct nfqbox_segment *s, FILE *log)
 {
 	struct flow *f = NULL;
 	int from = 0;
@@ -454,17 +411,17 @@ void wtrack_flows_json(const struct wtrack *t, FILE *out, size_t limit)
 		for (const struct flow *f = t->buckets[i]; f && n < limit;
 		     f = f->next) {
 			char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
-			int af = f->family == 4 ? AF_INET : AF_INET6;
+			int af = f->t.family == 4 ? AF_INET : AF_INET6;
 
-			inet_ntop(af, f->addr[0], a, sizeof(a));
-			inet_ntop(af, f->addr[1], b, sizeof(b));
+			inet_ntop(af, f->t.addr[0], a, sizeof(a));
+			inet_ntop(af, f->t.addr[1], b, sizeof(b));
 			fprintf(out, "%s{\"client\": \"%s\", \"client_port\": %u, "
 				"\"server\": \"%s\", \"server_port\": %u, "
 				"\"accepted\": %" PRIu64 ", \"dropped\": %" PRIu64
 				", \"racks_accepted\": %" PRIu64
 				", \"racks_dropped\": %" PRIu64
 				", \"states\": [%u, %u]}",
-				n ? ", " : "", a, f->port[0], b, f->port[1],
+				n ? ", " : "", a, f->t.port[0], b, f->t.port[1],
 				f->accepted, f->dropped, f->racks_accepted,
 				f->racks_dropped, f->peer[0].state,
 				f->peer[1].state);

@@ -163,6 +163,15 @@ static void check_conn(struct rackd *d, struct conn *c)
 	FZ_CHECK((c->state != CONN_HANDSHAKE && c->state != CONN_SETUP) ||
 		 timer_pending(&c->expiry), "%s: no deadline: never forgotten",
 		 cname(c));
+	/* A handshake is looked at within setup_timeout (track.c), however
+	 * late its SYNs come: no connection stays in it unasked. */
+	FZ_CHECK(c->state != CONN_HANDSHAKE || !timer_pending(&c->expiry) ||
+		 c->expiry.deadline <= fz_now + (d->cfg->setup_timeout_ms <
+						 d->cfg->syn_timeout_ms ?
+						 d->cfg->setup_timeout_ms :
+						 d->cfg->syn_timeout_ms),
+		 "%s: in its handshake with a deadline %llu ms away",
+		 cname(c), (unsigned long long)(c->expiry.deadline - fz_now));
 	FZ_CHECK(!c->adopt || c->state == CONN_ADOPTING, "%s: adoption state "
 		 "outside adoption", cname(c));
 	FZ_CHECK(c->state != CONN_ADOPTING || c->adopt, "%s: adopting "

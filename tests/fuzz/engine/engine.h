@@ -167,6 +167,7 @@ struct fz_sock {
 	uint16_t mss;
 	bool zero_window;		/* the peer (or a hold) closed it */
 	uint64_t last_challenge;	/* challenge ACK rate limit */
+	uint8_t syn_optbits;		/* its SYN's options, for a retransmission */
 };
 extern struct fz_sock fz_socks[FZ_FLOWS];
 /* sock_diag fails with this errno (dump, progress) when nonzero. */
@@ -252,6 +253,8 @@ struct fz_pkt {
 };
 
 extern bool fz_auto;		/* deliver the wire after every step */
+/* Whether the wire loses W as it delivers it (a middlebox), when set. */
+extern bool (*fz_net_loses)(const struct fz_pkt *w);
 extern unsigned fz_cut;		/* local address indexes cut off (bits) */
 
 /* A segment a socket of this host sends: through rackd's output rules
@@ -271,9 +274,16 @@ void fz_net_settle(void);
 void fz_net_from_peer(const uint8_t *pkt, size_t len);
 /* Deliver (or drop, DROP) the wire's first segment; false when empty. */
 bool fz_net_deliver(bool drop);
+/* The segments on the wire, and the I-th of them (0 first, NULL when
+ * none); deliver the I-th ahead of the others. */
+unsigned fz_net_wire_count(void);
+const struct fz_pkt *fz_net_wire_at(unsigned i);
+bool fz_net_deliver_at(unsigned i, bool drop);
 void fz_net_drain(void);
 /* Duplicate, or move to the back, the wire's first segment. */
 void fz_net_dup(void);
+/* A copy of the I-th at the back. */
+void fz_net_dup_at(unsigned i);
 void fz_net_rotate(void);
 /* ---- the local kernel (kernel.c) ---- */
 
@@ -338,6 +348,9 @@ void fz_peer_receive(const uint8_t *pkt, size_t len);
 /* The remote app of flow N connects (with racks' option if its host
  * runs rackd, a probe's DSCP with PROBE). */
 void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe);
+/* Its kernel retransmits its SYN (same ISN, without racks' option: its
+ * rackd offers in the first SYN only). */
+void fz_peer_retransmit_syn(unsigned n);
 void fz_peer_send(unsigned n, unsigned len, bool fin);
 /* Its rackd says something of its own accord (peer.c's table). */
 void fz_peer_message(unsigned n, uint8_t what, uint8_t arg);

@@ -3,7 +3,8 @@
  * The stateful fuzzer's local kernel (engine.h): the sockets sock_diag
  * reports (fake.c) and a small TCP behind them. Sockets connect, accept
  * on any port, send data (a window probe when the window is closed),
- * retransmit with a growing backoff, acknowledge what arrives in order,
+ * retransmit with a growing backoff (a SYN or SYN-ACK as it was),
+ * acknowledge what arrives in order,
  * answer a SYN on an established socket with a challenge ACK at most
  * every 500 ms (adoption's elicitation), die of an exact RST only
  * (RFC 5961), revert a backoff step for an ICMP unreachable (RFC 6069)
@@ -129,6 +130,7 @@ void fz_kernel_connect(unsigned n, uint32_t isn, uint8_t optbits)
 	k->isn = isn;
 	k->snd_una = isn;
 	k->snd_nxt = isn + 1;
+	k->syn_optbits = optbits;
 	kernel_syn(n, false, optbits);
 }
 
@@ -192,8 +194,15 @@ void fz_kernel_retransmit(unsigned n)
 {
 	struct fz_sock *k = &fz_socks[n];
 
-	if (!k->exists || k->state == TCP_SYN_SENT || k->state == TCP_SYN_RECV)
+	if (!k->exists)
 		return;
+	/* The handshake's own retransmissions: the same ISN and options
+	 * (what rackd added to the first SYN is not the socket's). */
+	if (k->state == TCP_SYN_SENT || k->state == TCP_SYN_RECV) {
+		kernel_syn(n, k->state == TCP_SYN_RECV,
+			   k->state == TCP_SYN_SENT ? k->syn_optbits : 0x0f);
+		return;
+	}
 	retransmit(n);
 	k->retransmits++;
 	if (k->backoff < 15)

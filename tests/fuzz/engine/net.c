@@ -31,6 +31,7 @@
 
 bool fz_auto;
 unsigned fz_cut;
+bool (*fz_net_loses)(const struct fz_pkt *w);
 
 /* ---- the wire and the host's backlog ---- */
 
@@ -363,7 +364,7 @@ bool fz_net_deliver(bool drop)
 			 p.seq, p.ack, p.payload_len,
 			 p.opt.racks_len ? " racks" : "");
 	}
-	if (drop)
+	if (drop || (fz_net_loses && fz_net_loses(w)))
 		return true;
 	if (w->to_peer)
 		fz_peer_receive(w->data, w->len);
@@ -376,6 +377,31 @@ bool fz_net_deliver(bool drop)
 	return true;
 }
 
+unsigned fz_net_wire_count(void)
+{
+	return wire_n;
+}
+
+const struct fz_pkt *fz_net_wire_at(unsigned i)
+{
+	return i < wire_n ? &wire[(wire_head + i) % WIRE_MAX] : NULL;
+}
+
+bool fz_net_deliver_at(unsigned i, bool drop)
+{
+	struct fz_pkt w;
+
+	if (i >= wire_n)
+		return false;
+	/* To the front, the others' order kept. */
+	w = wire[(wire_head + i) % WIRE_MAX];
+	for (; i > 0; i--)
+		wire[(wire_head + i) % WIRE_MAX] =
+			wire[(wire_head + i - 1) % WIRE_MAX];
+	wire[wire_head] = w;
+	return fz_net_deliver(drop);
+}
+
 void fz_net_drain(void)
 {
 	for (unsigned i = 0; i < 256 && fz_net_deliver(false); i++)
@@ -384,9 +410,15 @@ void fz_net_drain(void)
 
 void fz_net_dup(void)
 {
-	if (wire_n && wire_n < WIRE_MAX)
-		wire_push(wire[wire_head].to_peer, wire[wire_head].data,
-			  wire[wire_head].len);
+	fz_net_dup_at(0);
+}
+
+void fz_net_dup_at(unsigned i)
+{
+	const struct fz_pkt *w = fz_net_wire_at(i);
+
+	if (w && wire_n < WIRE_MAX)
+		wire_push(w->to_peer, w->data, w->len);
 }
 
 void fz_net_rotate(void)

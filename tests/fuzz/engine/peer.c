@@ -493,7 +493,12 @@ static void kernel_receive(struct fz_peer *p, const struct fz_seg *s)
 	}
 	if (syn && !ack) {
 		if (p->sock && !p->active && s->seq == p->risn) {
-			kernel_synack(p);	/* its SYN again */
+			/* Its SYN again: answered again until the handshake
+			 * is over, then only with an ACK (RFC 5961 4.2). */
+			if (p->established)
+				kernel_ack(p);
+			else
+				kernel_synack(p);
 			return;
 		}
 		if (p->sock && p->established)
@@ -520,6 +525,10 @@ static void kernel_receive(struct fz_peer *p, const struct fz_seg *s)
 			kernel_ack(p);
 			if (p->syn_offered && carries(s, EDP_SYNACK))
 				setup_start(p, true);
+			else if (p->syn_offered)
+				/* Answered plain (our offer lost, late or
+				 * stripped): its rackd adopts (adopt.c). */
+				send_adopt(p, false, false);
 		} else if (p->established) {
 			kernel_ack(p);
 		}
@@ -602,6 +611,20 @@ void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe)
 	if (p->syn_offered)
 		s.optlen += edp_option_build(&m, s.opt + s.optlen,
 					     sizeof(s.opt) - s.optlen);
+	send_seg(&s);
+}
+
+void fz_peer_retransmit_syn(unsigned n)
+{
+	struct fz_peer *p = &fz_peers[n];
+	struct fz_seg s;
+
+	if (!p->sock || !p->active || p->established)
+		return;
+	base_seg(p, &s, TCP_FLAG_SYN);
+	s.seq = p->isn;
+	s.ack = 0;
+	s.optlen = fz_rcsyn_options(EDP_RECONNECT, 0, s.opt) - EDP_MARKER_SIZE;
 	send_seg(&s);
 }
 
