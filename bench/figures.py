@@ -982,6 +982,92 @@ def synflood(bench):
                 "opened. Plain: no rackd anywhere, the same flood."]}
 
 
+# 9. the middlebox forgot the flow ---------------------------------------------
+
+FORGOT_CUT_S = 7        # past the default suspend_after (5 s): suspended
+FORGOT_WAIT_S = 15      # a restore with no byte through within this: never
+
+
+def _forgot_once(bench, nat, racks_on):
+    """One run: a ticker (a byte every 5 ms, A to B) through R's strict
+    firewall or NAT (testbed.Topology.forgetting_box), rackd on both ends
+    with its default configuration or none; R cuts everything for
+    FORGOT_CUT_S, forgets every flow meanwhile (conntrack -F) and
+    restores. Returns the seconds from the restore to the first byte at
+    B, or None when none came within FORGOT_WAIT_S."""
+    topo = bench.topo
+    rackds = bench.racks() if racks_on else (bench.plain() or [])
+    box = topo.forgetting_box(nat=nat)
+    ticker = Ticker(bench)
+    evs = []
+    try:
+        if rackds:
+            rk.wait_states(rackds[0], "connected", 10, remote_port=TICK_PORT)
+        evs = [events(r) for r in rackds]
+        time.sleep(0.5)
+        cuts = [topo.cut_silent(h) for h in "ab"]
+        t_cut = time.monotonic()
+        for ev in evs:
+            wait_event(ev, "suspend", FORGOT_CUT_S + 3)
+        topo.forget()
+        time.sleep(max(0.0, FORGOT_CUT_S - (time.monotonic() - t_cut)))
+        ticker.drain()
+        for c in cuts:
+            c.assert_acted("cut")
+        t0 = time.time()
+        for h in "ab":
+            topo.restore_silent(h)
+        try:
+            return ticker.first_after(t0, FORGOT_WAIT_S) - t0
+        except testbed.TestbedError:
+            return None
+    finally:
+        for h in "ab":
+            topo.restore_silent(h)
+        testbed.terminate(evs)
+        ticker.close()
+        box.remove()
+        bench.plain()
+
+
+def forgot(bench):
+    """Middlebox forgot the flow: restore -> data flowing."""
+    runs = 3 if bench.quick else 5
+    rows, notes = [], []
+    for nat, what in ((None, "strict firewall"), ("masquerade", "NAT")):
+        plain = _forgot_once(bench, nat, False)
+        values = [_forgot_once(bench, nat, True) for _ in range(runs)]
+        got = [v for v in values if v is not None]
+        label = (f"middlebox forgot the flow: restore -> data flowing (s; "
+                 f"{what}{'; plain TCP never recovers' if plain is None else ''})")
+        if got:
+            r = row(label, [plain] if plain is not None else None, got,
+                    "<= 2.00 s", lambda _, x: x["median"] <= 2.0 and
+                    len(got) == runs, better="lower")
+        else:
+            r = one(label, None, "<= 2.00 s", lambda _, x: False)
+        rows.append(r)
+        notes.append(f"{what}: racks {len(got)} of {runs} runs had data "
+                     f"flowing again within {FORGOT_WAIT_S} s of the "
+                     f"restore ({', '.join('never' if v is None else f'{v:.3f}' for v in values)}); "
+                     + ("plain TCP: no byte within "
+                        f"{FORGOT_WAIT_S} s of the restore: it never "
+                        "recovers (R drops every segment of a flow it "
+                        "forgot: each is mid-stream to it)" if plain is None
+                        else f"plain TCP: data again {plain:.3f} s after "
+                        "the restore"))
+    return {"name": "forgot", "title": "Middlebox forgot the flow (R cuts "
+            f"everything for {FORGOT_CUT_S} s and flushes its conntrack "
+            "table meanwhile; no move; default configuration)", "unit": "s",
+            "runs": runs, "rows": rows,
+            "notes": notes + [
+                "A byte every 5 ms from A to B (v4); the figure is the time "
+                "from R's restore to the first byte at B. R's policy admits "
+                "a new flow only by its SYN (tests/test_forget.py); plain "
+                "TCP's row has no value when its connection never "
+                "delivered again."]}
+
+
 RUN = {
     "throughput": throughput,
     "latency": latency,
@@ -993,5 +1079,6 @@ RUN = {
     "scale": scale,
     "moved": moved,
     "synflood": synflood,
+    "forgot": forgot,
 }
 NAMES = tuple(RUN)

@@ -20,10 +20,12 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # openssh-server/-client and iperf3: real programs whose connections must
 # survive (iperf3 also measures throughput for make bench,
 # python3-matplotlib draws its plot); tcpdump: captures read back by Scapy;
+# conntrack (of conntrack-tools): R's connection table listed and flushed,
+# a middlebox that forgets its flows (tests/test_forget.py, make bench);
 # util-linux: nsenter, setpriv, unshare (Essential today, named anyway).
 TEST_PKGS="nftables iproute2 procps kmod util-linux python3 python3-pytest
 	python3-pytest-xdist python3-execnet python3-scapy iperf3 tcpdump clang libclang-rt-14-dev mandoc
-	openssh-server openssh-client python3-matplotlib"
+	openssh-server openssh-client python3-matplotlib conntrack"
 # make deb: dpkg-dev (dpkg-buildpackage), debhelper (dh, dh_installsystemd),
 # fakeroot (root-owned files without root), lintian (checks the package);
 # systemd: systemd-analyze verifies packaging/rackd.service; strace: the

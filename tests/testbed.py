@@ -1050,6 +1050,9 @@ HOST_IFACE = "eth0"
 ROUTER_IFACE = {"a": "ra", "b": "rb"}     # add_host(X): "rX"
 SUBNET = {"a": 1, "b": 2}                 # third octet / second v6 group
 NETEM_RULE_PREF = 1000
+# The fifth byte of racks' option 254 in a reconnection SYN: version 1,
+# type 8 (edp/option.h).
+RECONNECTION_MARKER = 0x18
 
 
 def v4_net(n):
@@ -1490,6 +1493,86 @@ class Topology:
   }}
 {postrouting}}}
 """)
+
+    def forgetting_box(self, nat=None, forward_port=None, table="forget"):
+        """R as a strict stateful firewall that can be made to forget its
+        flows (``forget()``; or its own conntrack timeouts), the middlebox
+        of tests/test_forget.py. Forward chain, policy drop::
+
+            ct state invalid                      counter invalid     drop
+            ct state established,related                              accept
+            icmp, icmpv6                                              accept
+            SYN, new, racks' reconnection marker  counter reopen_syn
+            SYN (of syn|ack|fin|rst), new         counter syn_new     accept
+            (everything else)                     counter dropped
+
+        With nat ("masquerade", "random" or "fully-random": the port R
+        gives a flow it forgot and sees anew is then random) it
+        masquerades towards B (counter masqueraded) and drops what B
+        sends to R's own address outside a flow it tracks (input: counter
+        unsolicited; ct state new or invalid, e.g. out of the window R
+        tracks: a NAT that forgot stays silent rather than resetting). With
+        forward_port as well, B's connections to R's address and that
+        port go to A's (counter forwarded). Returns its Middlebox."""
+        masq = {"masquerade": "masquerade", "random": "masquerade random",
+                "fully-random": "masquerade fully-random"}
+        if nat is not None and nat not in masq:
+            raise ValueError(f"nat {nat!r}: one of {', '.join(masq)}")
+        if forward_port and not nat:
+            raise ValueError("a port forward is a NAT's: give nat too")
+        b = self.router_iface("b")
+        counters = ["syn_new", "reopen_syn", "invalid", "dropped"]
+        chains = [f"""  chain forward {{
+    type filter hook forward priority filter; policy drop;
+    ct state invalid counter name "invalid" drop
+    ct state established,related accept
+    meta l4proto {{ icmp, ipv6-icmp }} accept
+    tcp flags & (syn | ack | fin | rst) == syn ct state new tcp option @254,32,8 {RECONNECTION_MARKER:#x} counter name "reopen_syn"
+    tcp flags & (syn | ack | fin | rst) == syn ct state new counter name "syn_new" accept
+    counter name "dropped"
+  }}
+"""]
+        if nat:
+            counters += ["masqueraded", "unsolicited"]
+            chains.append(f"""  chain input {{
+    type filter hook input priority filter; policy accept;
+    iifname "{b}" meta l4proto tcp ct state new,invalid counter name "unsolicited" drop
+  }}
+  chain postrouting {{
+    type nat hook postrouting priority srcnat; policy accept;
+    oifname "{b}" counter name "masqueraded" {masq[nat]}
+  }}
+""")
+        if forward_port:
+            counters.append("forwarded")
+            chains.append(f"""  chain prerouting {{
+    type nat hook prerouting priority dstnat; policy accept;
+    iifname "{b}" meta nfproto ipv4 tcp dport {forward_port} counter name "forwarded" dnat ip to {self.addr['a']['v4']}
+    iifname "{b}" meta nfproto ipv6 tcp dport {forward_port} counter name "forwarded" dnat ip6 to {self.addr['a']['v6']}
+  }}
+""")
+        return Middlebox(self.r, table, f"table inet {table} {{\n" +
+                         "".join(f"  counter {c} {{ }}\n" for c in counters) +
+                         "".join(chains) + "}\n")
+
+    def conntrack_tcp(self):
+        """R's TCP conntrack entries, one line each (``conntrack -L``)."""
+        out = self.r.run(["conntrack", "-L", "-p", "tcp"]).stdout
+        return [line for line in out.splitlines() if line.strip()]
+
+    def forget(self):
+        """R forgets every flow it tracks (``conntrack -F`` in R's netns
+        only). Fails unless R knew some TCP flow before and knows none
+        after; returns the entries it forgot."""
+        known = self.conntrack_tcp()
+        if not known:
+            raise TestbedError(f"R ({self.r.name}) had no TCP flow to forget")
+        said = self.r.run(["conntrack", "-F"]).stderr
+        left = self.conntrack_tcp()
+        if "table has been emptied" not in said or left:
+            raise TestbedError(f"conntrack -F in {self.r.name}: {said.strip()}"
+                               f"; left: {left}")
+        return known
 
     # addresses -------------------------------------------------------------
 
