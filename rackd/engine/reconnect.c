@@ -344,6 +344,7 @@ static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
 	sodium_memzero(e->rc_challenge, sizeof(e->rc_challenge));
 	d->reconnect->stats.accepted++;
 	c->confirmed = true;
+	e->rc_reopen = false;
 	if (c->migration == MIG_AWAY) {
 		/* Restored somewhere (or back where it was): its path is an
 		 * ordinary one again, even on the same endpoints. */
@@ -395,7 +396,10 @@ static uint32_t reconnect_acked(struct rackd *d, struct conn *c,
 		e->rc_answers++;
 		e->rc_pending = 0;
 		e->rc_warned = false;
-		event_moved(d, c);
+		/* Re-opened where it was: nothing moved. */
+		if (!e->rc_reopen)
+			event_moved(d, c);
+		e->rc_reopen = false;
 	}
 	resume_later(d, c);
 	return NF_DROP;
