@@ -776,3 +776,55 @@ def test_plain_peer_sees_no_reconnection_syn(topo, tmp_path, family, box,
     print(f"\n{family} {box}, rackd on {racks_on.upper()} only: "
           f"{len(pkts)} segments sent, 1 handshake SYN, none re-opening; "
           f"R {fw.counts()}")
+
+
+# --- a flow forgotten alone ------------------------------------------------------
+
+@pytest.mark.timing
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_a_flow_forgotten_alone_is_reopened(topo, family):
+    """R forgets one flow (conntrack -D: a per-flow idle timeout, a table
+    evicting entries) while another flow of the same path stays known and
+    keeps the path answering heartbeats, so nothing is suspended. The
+    forgotten flow's socket retransmits unanswered; rackd's sweep sees its
+    retransmission timeouts in a row and re-opens it alone with a
+    reconnection SYN, which R admits; its transfer completes, exact."""
+    box = forgetting_box(topo)
+    config = "sweep_interval = 1s\n"
+    ra = topo.start_rackd("a", config=config)
+    rb = topo.start_rackd("b", config=config)
+    other_port = PORT + 1
+    size = 12 * MB
+    forgotten = racks.start_transfer(topo, family, size, PORT, rate=RATE,
+                                     timeout=90)
+    kept = racks.start_transfer(topo, family, size, other_port, rate=RATE,
+                                timeout=90)
+    try:
+        racks.wait_states(ra, "connected", 10, remote_port=PORT)
+        racks.wait_states(ra, "connected", 10, remote_port=other_port)
+        time.sleep(1.0)
+        before = box.counts()
+        fam = "ipv6" if family == "v6" else "ipv4"
+        said = topo.r.run(["conntrack", "-D", "-f", fam, "-p", "tcp",
+                           "--orig-port-dst", str(PORT)]).stderr
+        assert "1 flow entries have been deleted" in said, said
+        assert not any(f"dport={PORT} " in e for e in conntrack_tcp(topo)), \
+            conntrack_tcp(topo)
+        assert any(f"dport={other_port} " in e for e in conntrack_tcp(topo))
+        testbed.wait_until(
+            lambda: ra.status()["reconnects_stalled"] +
+            rb.status()["reconnects_stalled"] >= 1, 20,
+            "the forgotten flow re-opened alone")
+        racks.check_both_ways(*forgotten, size, 90)
+        racks.check_both_ways(*kept, size, 90)
+        after = box.counts()
+    finally:
+        testbed.terminate([p.proc for p in forgotten + kept])
+    # Its segments were mid-stream to R until its SYN re-opened it.
+    assert after["dropped"] > before["dropped"], (before, after)
+    assert after["reopen_syn"] > before["reopen_syn"], (before, after)
+    for r in (ra, rb):
+        assert r.status()["suspensions"] == 0, r.status()
+    print(f"\n{family}: one flow forgotten alone; re-opened (stalled: A "
+          f"{ra.status()['reconnects_stalled']}, B "
+          f"{rb.status()['reconnects_stalled']}); R {before} -> {after}")

@@ -151,6 +151,7 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_paced", r->paced);
 	put_u64(out, "reconnects_refused_collision", r->refused_collision);
 	put_u64(out, "reconnects_reset_by_path", r->reset_by_path);
+	put_u64(out, "reconnects_stalled", r->stalls);
 	put_u64(out, "splice_updates", d->splice->updates);
 	put_u64(out, "splice_errors", d->splice->errors);
 	put_u64(out, "addresses_kept", d->local->keeps);

@@ -109,6 +109,31 @@ void reconnect_reopen(struct conn *c)
 	c->edp->rc_reopen = true;
 }
 
+/*
+ * A middlebox may forget one flow of a path while the others keep it
+ * answering heartbeats (a NAT's per-flow idle timeout, a table evicting
+ * entries): the heartbeats C carries in turn are lost among the others'
+ * answers, and its own segments are dropped. Its socket shows it, by
+ * retransmission timeouts in a row (zero-window probes do not count).
+ * C alone reconnects on its own endpoints, which gives the middlebox the
+ * flow's state again; its socket is nudged once the peer answers.
+ */
+void reconnect_stalled(struct rackd *d, struct conn *c, unsigned retransmits)
+{
+	struct conn_edp *e = c->edp;
+
+	if (!e || !e->keyed || !c->confirmed || c->hold || !c->host ||
+	    c->host->suspended || c->host->parked ||
+	    retransmits < RECONNECT_STALL_RETRANSMITS)
+		return;
+	d->reconnect->stats.stalls++;
+	log_info("conn %llu: %u retransmission timeouts in a row while its "
+		 "path answers: re-opening it alone (a middlebox that forgot "
+		 "this flow?)", (unsigned long long)c->id, retransmits);
+	reconnect_reopen(c);
+	reconnect_send(d, c);
+}
+
 void reconnect_forget(struct rackd *d, struct conn *c)
 {
 	struct reconnect_state *r = d->reconnect;

@@ -63,6 +63,9 @@ struct reconnect_stats {
 					 * the SYN, or without a SYN */
 	uint64_t paced;			/* SYNs held back by reconnect_rate */
 	uint64_t refused_collision;	/* onto another connection's tuple */
+	uint64_t stalls;		/* connections re-opened alone: their
+					 * sockets retransmitted unanswered on
+					 * a path that answers */
 	uint64_t reset_by_path;		/* our SYNs answered by a reset (a
 					 * NAT or firewall in front of the
 					 * peer that forgot the flow) */
@@ -106,6 +109,12 @@ void reconnect_begin(struct conn *c);
  * answers a reconnection on its own endpoints, or its segments arrive
  * there (hold.c). */
 void reconnect_reopen(struct conn *c);
+/* Retransmission timeouts in a row after which a connection whose path
+ * still answers is re-opened alone (reconnect_stalled()). */
+#define RECONNECT_STALL_RETRANSMITS 3
+/* C's socket retransmits unanswered (RETRANSMITS timeouts in a row)
+ * while its path answers: re-open C alone. */
+void reconnect_stalled(struct rackd *d, struct conn *c, unsigned retransmits);
 /* Ask C's peer to follow C to its current wire endpoints, if C's last
  * attempt is old enough; false when reconnect_rate holds it back (the
  * caller tries again soon). */

@@ -735,6 +735,9 @@ static void sweep_socket(void *arg, const struct sockdiag_entry *e)
 		/* Established: the peer acknowledged our SYN-ACK. */
 		if (e->state == TCP_STATE_ESTABLISHED)
 			conn_halfopen_proven(&d->conns, c);
+		/* Its segments unanswered on a path that answers. */
+		if (e->retransmits >= RECONNECT_STALL_RETRANSMITS)
+			reconnect_stalled(d, c, e->retransmits);
 		/* Closing for good: nothing left to keep alive, and the peer
 		 * may have forgotten it already. */
 		/* Its path, kept address and map entries go (event.h): a

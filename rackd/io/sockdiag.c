@@ -36,6 +36,22 @@ static void unmap_v4(struct addr *a)
 	a->family = AF_INET;
 }
 
+static int entry_attr(const struct nlattr *a, void *data)
+{
+	struct sockdiag_entry *e = data;
+	struct tcp_info ti;
+
+	if (mnl_attr_get_type(a) != INET_DIAG_INFO)
+		return MNL_CB_OK;
+	/* Older or newer kernels send a shorter or longer struct. */
+	memset(&ti, 0, sizeof(ti));
+	memcpy(&ti, mnl_attr_get_payload(a),
+	       mnl_attr_get_payload_len(a) < sizeof(ti) ?
+	       mnl_attr_get_payload_len(a) : sizeof(ti));
+	e->retransmits = ti.tcpi_retransmits;
+	return MNL_CB_OK;
+}
+
 static int sockdiag_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct dump_ctx *ctx = data;
@@ -64,6 +80,7 @@ static int sockdiag_cb(const struct nlmsghdr *nlh, void *data)
 	}
 	e.state = m->idiag_state;
 	e.inode = m->idiag_inode;
+	mnl_attr_parse(nlh, sizeof(*m), entry_attr, &e);
 	ctx->fn(ctx->arg, &e);
 	return MNL_CB_OK;
 }
@@ -86,6 +103,7 @@ static int dump_family(struct mnl_socket *nl, uint8_t family,
 	req->sdiag_family = family;
 	req->sdiag_protocol = IPPROTO_TCP;
 	req->idiag_states = ~(1U << TCP_STATE_LISTEN);
+	req->idiag_ext = 1 << (INET_DIAG_INFO - 1);
 	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
 		return -errno;
 	do {

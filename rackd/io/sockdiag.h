@@ -14,6 +14,9 @@ struct sockdiag_entry {
 	struct endpoint local, remote;
 	uint8_t state;		/* TCP_ESTABLISHED, ... */
 	uint32_t inode;
+	/* Retransmission timeouts in a row, unanswered (tcp_info's
+	 * tcpi_retransmits; 0 where the kernel sent no tcp_info). */
+	uint8_t retransmits;
 };
 
 typedef void (*sockdiag_fn)(void *arg, const struct sockdiag_entry *e);
