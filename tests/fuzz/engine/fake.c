@@ -445,6 +445,8 @@ int sockdiag_dump(sockdiag_fn fn, void *arg)
 			continue;
 		fz_flow_endpoints(n, &e.local, &e.remote);
 		e.inode = n + 1000;
+		e.retransmits = fz_socks[n].retransmits > 255 ? 255 :
+				(uint8_t)fz_socks[n].retransmits;
 		fn(arg, &e);
 	}
 	return 0;
