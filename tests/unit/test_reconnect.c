@@ -633,6 +633,80 @@ TEST(test_our_reconnection_confirmed_then_resumed)
 	teardown();
 }
 
+/* Re-opened where it was (liveness.c): confirmed, resumed, not a move. */
+TEST(test_reopened_where_it_was_is_no_move)
+{
+	struct conn *c = setup();
+
+	c->edp->hb_out = 10;
+	reconnect_reopen(c);
+	CHECK(!c->confirmed && c->edp->rc_reopen);
+	reconnect_send(&d, c);
+	deliver_syn(c, EDP_RECONNECT_ACK, 11, c->edp->conn_id,
+		    "10.0.0.2:40000", "10.0.0.1:22");
+	deliver(c, EDP_RECONNECT_ACK, 12, "10.0.0.2:40000", "10.0.0.1:22");
+	CHECK(c->confirmed && !c->edp->rc_reopen);
+	CHECK_EQ_INT(fake_count(EVENT_RECONNECT), 0);
+	CHECK_EQ_INT(c->reconnections, 0);
+	fake_advance(0);
+	CHECK_EQ_INT(heard, 1);
+	/* A move after it is one again. */
+	reconnect_begin(c);
+	CHECK(!c->edp->rc_reopen);
+	teardown();
+}
+
+/* A reset that acknowledges exactly our pending reconnection SYN is the
+ * path's answer, not the socket's business; any other is not. */
+TEST(test_reset_answering_our_syn_is_the_paths)
+{
+	struct conn *c = setup();
+	struct packet p = segment("10.0.0.2:40000", "10.0.0.1:22");
+
+	c->edp->hb_out = 10;
+	reconnect_reopen(c);
+	reconnect_send(&d, c);
+	c->edp->rc_syn_end = 4242;	/* what rcsyn.c would have set */
+	p.flags = TCP_FLAG_RST | TCP_FLAG_ACK;
+	p.ack = 4241;
+	CHECK(!reconnect_reset(&d, c, &p));
+	p.ack = 4242;
+	p.flags = TCP_FLAG_RST;
+	CHECK(!reconnect_reset(&d, c, &p));
+	p.flags = TCP_FLAG_RST | TCP_FLAG_ACK;
+	CHECK(reconnect_reset(&d, c, &p));
+	CHECK(reconnect_reset(&d, c, &p));
+	CHECK_EQ_INT(d.reconnect->stats.reset_by_path, 2);
+	CHECK_EQ_INT(c->edp->rc_refusals, 2);
+	/* Nothing pending: nothing of ours to answer. */
+	c->edp->rc_pending = 0;
+	CHECK(!reconnect_reset(&d, c, &p));
+	teardown();
+}
+
+/* A socket retransmitting unanswered on a path that answers re-opens
+ * alone; not on a suspended path, a held or an unconfirmed one, nor
+ * below the threshold. */
+TEST(test_stalled_connection_reopens_alone)
+{
+	struct conn *c = setup();
+
+	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS - 1);
+	CHECK(c->confirmed);
+	path.suspended = true;
+	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS);
+	CHECK(c->confirmed);
+	path.suspended = false;
+	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS);
+	CHECK(!c->confirmed && c->edp->rc_reopen);
+	CHECK_EQ_INT(d.reconnect->stats.stalls, 1);
+	CHECK_EQ_INT(sent_of(EDP_RECONNECT), 1);
+	/* Already re-opening: not again. */
+	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS + 1);
+	CHECK_EQ_INT(d.reconnect->stats.stalls, 1);
+	teardown();
+}
+
 TEST(test_synack_without_a_challenge_is_not_answered)
 {
 	struct conn *c = setup();
@@ -753,6 +827,9 @@ static const struct unit_test tests[] = {
 	UNIT(test_same_endpoints_again_is_no_move),
 	UNIT(test_gone_before_flush_is_forgotten),
 	UNIT(test_our_reconnection_confirmed_then_resumed),
+	UNIT(test_reopened_where_it_was_is_no_move),
+	UNIT(test_reset_answering_our_syn_is_the_paths),
+	UNIT(test_stalled_connection_reopens_alone),
 	UNIT(test_synack_without_a_challenge_is_not_answered),
 	UNIT(test_reconnections_paced_and_spaced),
 	UNIT(test_manual_peer_moves_and_holds),
