@@ -113,17 +113,33 @@ def l3_src(p):
 
 
 def payload_from(pkts, src_addr):
-    """Bytes a host received from src_addr, by sequence number (dedup)."""
+    """Bytes a host received from src_addr, reassembled by sequence number:
+    a retransmission may repeat, split or merge earlier segments (a busy
+    machine's capture once had a shorter copy at the seq of a 20-segment
+    GRO packet), so each byte is taken once, from whichever segment
+    carries it first in sequence order."""
     from scapy.all import IP, IPv6, TCP
-    chunks = {}
+    chunks = []
     for p in pkts:
         l3 = p[IP] if IP in p else p[IPv6]
         if l3.src != src_addr:
             continue
         data = bytes(p[TCP].payload)
         if data:
-            chunks[p[TCP].seq] = data
-    return b"".join(chunks[s] for s in sorted(chunks))
+            chunks.append((p[TCP].seq, data))
+    if not chunks:
+        return b""
+    # Relative to the first one sent, across a wrap of the sequence space.
+    base = chunks[0][0]
+    chunks = [((seq - base) % 2**32, data) for seq, data in chunks]
+    chunks.sort(key=lambda c: (c[0], -len(c[1])))
+    start = chunks[0][0]
+    out = bytearray()
+    for seq, data in chunks:
+        skip = start + len(out) - seq
+        if 0 <= skip < len(data):
+            out += data[skip:]
+    return bytes(out)
 
 
 @pytest.mark.parametrize("racks_side", ["client", "server"])
