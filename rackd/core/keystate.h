@@ -49,6 +49,8 @@ struct conn_edp {
 	uint64_t rc_last_ms;	/* and of the last */
 	bool rc_warned;		/* logged as unanswered on a working path */
 	uint32_t rc_syn_end;	/* our last reconnection SYN's end */
+	uint64_t stall_ms;	/* when its socket was first seen stalled
+				 * on a path that answered (reconnect.c) */
 	bool rc_reopen;		/* unconfirmed only to re-open its path, on
 				 * the endpoints the peer knows (liveness.c) */
 	/* The hop count the peer's authenticated segments arrive with

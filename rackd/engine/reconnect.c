@@ -121,11 +121,29 @@ void reconnect_reopen(struct conn *c)
 void reconnect_stalled(struct rackd *d, struct conn *c, unsigned retransmits)
 {
 	struct conn_edp *e = c->edp;
+	uint64_t now = loop_now();
 
 	if (!e || !e->keyed || !c->confirmed || c->hold || !c->host ||
-	    c->host->suspended || c->host->parked ||
-	    retransmits < RECONNECT_STALL_RETRANSMITS)
+	    c->host->suspended || c->host->parked || !d->cfg->reopen ||
+	    retransmits < RECONNECT_STALL_RETRANSMITS) {
+		if (e)
+			e->stall_ms = 0;
 		return;
+	}
+	/*
+	 * First seen: is it this flow alone? The path is probed; seen still
+	 * stalled at a later sweep, with the path heard since, it is. A path
+	 * silent as well (the middlebox forgot every flow, or a cut) is
+	 * suspended and re-opened whole (liveness.c).
+	 */
+	if (!e->stall_ms || now - e->stall_ms > RECONNECT_STALL_FORGET_MS) {
+		e->stall_ms = now;
+		live_probe_now(d, c->host);
+		return;
+	}
+	if (c->host->last_heard <= e->stall_ms)
+		return;
+	e->stall_ms = 0;
 	d->reconnect->stats.stalls++;
 	log_info("conn %llu: %u retransmission timeouts in a row while its "
 		 "path answers: re-opening it alone (a middlebox that forgot "

@@ -112,6 +112,8 @@ void reconnect_reopen(struct conn *c);
 /* Retransmission timeouts in a row after which a connection whose path
  * still answers is re-opened alone (reconnect_stalled()). */
 #define RECONNECT_STALL_RETRANSMITS 3
+/* A stall first seen longer ago than this is seen anew. */
+#define RECONNECT_STALL_FORGET_MS 60000
 /* C's socket retransmits unanswered (RETRANSMITS timeouts in a row)
  * while its path answers: re-open C alone. */
 void reconnect_stalled(struct rackd *d, struct conn *c, unsigned retransmits);

@@ -736,7 +736,7 @@ static void sweep_socket(void *arg, const struct sockdiag_entry *e)
 		if (e->state == TCP_STATE_ESTABLISHED)
 			conn_halfopen_proven(&d->conns, c);
 		/* Its segments unanswered on a path that answers. */
-		if (e->retransmits >= RECONNECT_STALL_RETRANSMITS)
+		if (c->host)
 			reconnect_stalled(d, c, e->retransmits);
 		/* Closing for good: nothing left to keep alive, and the peer
 		 * may have forgotten it already. */

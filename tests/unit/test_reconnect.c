@@ -693,10 +693,28 @@ TEST(test_stalled_connection_reopens_alone)
 
 	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS - 1);
 	CHECK(c->confirmed);
+	/* reopen = no: heartbeats only, never a SYN. */
+	d.cfg->reopen = false;
+	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS);
+	CHECK(c->confirmed);
+	CHECK_EQ_INT(probed, 0);
+	d.cfg->reopen = true;
 	path.suspended = true;
 	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS);
 	CHECK(c->confirmed);
 	path.suspended = false;
+	/* Seen first: the path is probed. */
+	fake_advance(10);
+	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS);
+	CHECK(c->confirmed);
+	CHECK_EQ_INT(probed, 1);
+	/* Still stalled, the path silent meanwhile: not this flow alone. */
+	fake_advance(1000);
+	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS);
+	CHECK(c->confirmed);
+	/* Still stalled, the path heard since: this flow alone. */
+	path.last_heard = fake_now;
+	fake_advance(1000);
 	reconnect_stalled(&d, c, RECONNECT_STALL_RETRANSMITS);
 	CHECK(!c->confirmed && c->edp->rc_reopen);
 	CHECK_EQ_INT(d.reconnect->stats.stalls, 1);
