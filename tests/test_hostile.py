@@ -485,8 +485,12 @@ class Scene:
         if kind == "synack":
             # It acknowledges no SYN we sent: nothing taken from it.
             return (["synack_unmatched"], 1)
-        if kind in ("rst", "fin", "ack") and self.state in ("suspended",
-                                                          "resuming"):
+        if kind == "rst" and self.state in ("suspended", "resuming"):
+            # Not the peer's hop count: held back (rstguard.h); or not a
+            # segment the held socket would take. No resumption.
+            return (["resets_held", "hold_unacceptable"], 1)
+        if kind in ("fin", "ack") and self.state in ("suspended",
+                                                     "resuming"):
             # Not segments the held socket would take: no resumption.
             return (["hold_unacceptable"], 1)
         return {
