@@ -36,19 +36,26 @@ static void unmap_v4(struct addr *a)
 	a->family = AF_INET;
 }
 
+/* A's tcp_info, if A is one: older or newer kernels send a shorter or
+ * longer struct, read as far as both go. */
+static bool tcp_info_of(const struct nlattr *a, struct tcp_info *ti)
+{
+	if (mnl_attr_get_type(a) != INET_DIAG_INFO)
+		return false;
+	memset(ti, 0, sizeof(*ti));
+	memcpy(ti, mnl_attr_get_payload(a),
+	       mnl_attr_get_payload_len(a) < sizeof(*ti) ?
+	       mnl_attr_get_payload_len(a) : sizeof(*ti));
+	return true;
+}
+
 static int entry_attr(const struct nlattr *a, void *data)
 {
 	struct sockdiag_entry *e = data;
 	struct tcp_info ti;
 
-	if (mnl_attr_get_type(a) != INET_DIAG_INFO)
-		return MNL_CB_OK;
-	/* Older or newer kernels send a shorter or longer struct. */
-	memset(&ti, 0, sizeof(ti));
-	memcpy(&ti, mnl_attr_get_payload(a),
-	       mnl_attr_get_payload_len(a) < sizeof(ti) ?
-	       mnl_attr_get_payload_len(a) : sizeof(ti));
-	e->retransmits = ti.tcpi_retransmits;
+	if (tcp_info_of(a, &ti))
+		e->retransmits = ti.tcpi_retransmits;
 	return MNL_CB_OK;
 }
 
@@ -147,13 +154,8 @@ static int progress_attr(const struct nlattr *a, void *data)
 	struct progress_ctx *ctx = data;
 	struct tcp_info ti;
 
-	if (mnl_attr_get_type(a) != INET_DIAG_INFO)
+	if (!tcp_info_of(a, &ti))
 		return MNL_CB_OK;
-	/* Older or newer kernels send a shorter or longer struct. */
-	memset(&ti, 0, sizeof(ti));
-	memcpy(&ti, mnl_attr_get_payload(a),
-	       mnl_attr_get_payload_len(a) < sizeof(ti) ?
-	       mnl_attr_get_payload_len(a) : sizeof(ti));
 	ctx->out->bytes_acked = ti.tcpi_bytes_acked;
 	ctx->out->bytes_received = ti.tcpi_bytes_received;
 	ctx->out->snd_wscale = ti.tcpi_snd_wscale;
