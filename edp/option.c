@@ -5,13 +5,17 @@
 
 #define TCP_OPT_NOP 1
 
-/* Body length of each message type; 0 marks an unknown type. */
+/* Body length of each message type; 0 marks an unknown type. SYN and
+ * SYN-ACK have two forms: the flags alone (a rackd before host keys),
+ * or with the host-pair id and nonce (EDP_OFFER_LONG_BODY). */
 static size_t body_len(uint8_t type)
 {
 	switch (type) {
 	case EDP_SYN:
 	case EDP_SYNACK:
-		return 1;
+		return EDP_OFFER_LONG_BODY;
+	case EDP_HANDSHAKE:
+		return 2 + EDP_HS_FRAG;
 	case EDP_KEY:
 		return EDP_KEY_LEN;
 	case EDP_CONFIRM:
@@ -53,6 +57,14 @@ size_t edp_option_size(uint8_t type)
 	return (len + 3) & ~(size_t)3;
 }
 
+/* The body length M is written with. */
+static size_t msg_body_len(const struct edp_msg *m)
+{
+	if ((m->type == EDP_SYN || m->type == EDP_SYNACK) && !m->has_nonce)
+		return 1;
+	return body_len(m->type);
+}
+
 enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 				struct edp_msg *m)
 {
@@ -73,6 +85,9 @@ enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 		return EDP_ERR_TYPE;
 	/* Exact length: a longer option is not a future extension of this
 	 * version (that would bump the version), it is malformed. */
+	if ((m->type == EDP_SYN || m->type == EDP_SYNACK) &&
+	    len == EDP_OPT_HDR_LEN + 1)
+		want = 1;
 	if (len != EDP_OPT_HDR_LEN + want)
 		return EDP_ERR_LENGTH;
 	const uint8_t *body = opt + EDP_OPT_HDR_LEN;
@@ -81,9 +96,20 @@ enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 	case EDP_SYN:
 	case EDP_SYNACK:
 		m->flags = body[0];
+		if (want == 1)
+			break;
+		m->has_nonce = 1;
+		m->hp_id = get_u32(body + 1);
+		memcpy(m->nonce, body + 5, EDP_NONCE_LEN);
 		break;
 	case EDP_KEY:
 		memcpy(m->key, body, EDP_KEY_LEN);
+		break;
+	case EDP_HANDSHAKE:
+		m->hs_msg = body[0] >> 4;
+		m->hs_frag = body[0] & 0x0f;
+		m->hs_len = body[1];
+		memcpy(m->key, body + 2, EDP_HS_FRAG);
 		break;
 	case EDP_CONFIRM:
 	case EDP_DONE:
@@ -107,9 +133,9 @@ enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 
 size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room)
 {
-	size_t blen = body_len(m->type);
+	size_t blen = msg_body_len(m);
 	size_t len = EDP_OPT_HDR_LEN + blen;
-	size_t padded = edp_option_size(m->type);
+	size_t padded = (len + 3) & ~(size_t)3;
 
 	if (blen == 0 || padded > room)
 		return 0;
@@ -122,9 +148,18 @@ size_t edp_option_build(const struct edp_msg *m, uint8_t *out, size_t room)
 	case EDP_SYN:
 	case EDP_SYNACK:
 		out[5] = m->flags;
+		if (blen == 1)
+			break;
+		put_u32(out + 6, m->hp_id);
+		memcpy(out + 10, m->nonce, EDP_NONCE_LEN);
 		break;
 	case EDP_KEY:
 		memcpy(out + 5, m->key, EDP_KEY_LEN);
+		break;
+	case EDP_HANDSHAKE:
+		out[5] = (uint8_t)(m->hs_msg << 4 | (m->hs_frag & 0x0f));
+		out[6] = m->hs_len;
+		memcpy(out + 7, m->key, EDP_HS_FRAG);
 		break;
 	case EDP_CONFIRM:
 	case EDP_DONE:
@@ -185,6 +220,7 @@ const char *edp_type_name(uint8_t type)
 		[EDP_AWAY] = "away", [EDP_AWAY_ACK] = "away_ack",
 		[EDP_ADOPT] = "adopt",
 		[EDP_RECONNECT_CONFIRM] = "reconnect_confirm",
+		[EDP_HANDSHAKE] = "handshake",
 	};
 
 	return type < EDP_TYPE_MAX && names[type] ? names[type] : "unknown";

@@ -7,8 +7,9 @@
  *   254 | length | ExID 0x7261 (2) | version << 4 | type | body
  *
  *   type        body                      option length
- *   1 SYN       flags (1)                 6
- *   2 SYNACK    flags (1)                 6
+ *   1 SYN       flags (1), host pair (4), nonce (8)   18
+ *   2 SYNACK    flags (1), host pair (4), nonce (8)   18
+ *               (a rackd before host keys: flags alone, 6)
  *   3 KEY       X25519 public key (32)    37
  *   4 CONFIRM   MAC (16)                  21
  *   5 DONE      MAC (16)                  21
@@ -21,6 +22,15 @@
  *  12 ADOPT        x_own (4), x_peer (4), flags (1),
  *                  reserved (7: sent as zero, ignored)   21
  *  13 RECONNECT_CONFIRM conn id (8), counter (4), MAC (16)  33
+ *  14 HANDSHAKE    message << 4 | fragment (1), message length (1),
+ *                  32 bytes of it (zero after its end)   39
+ *
+ * SYN and SYN-ACK name the host pair (hostpair.h) whose secret the
+ * sender would derive the connection's key from (0: none), and carry a
+ * fresh random nonce each: the SYN-ACK echoes the SYN's host pair when
+ * it has it too, and the key is then derived at once (setup.h); else the
+ * two hosts run a Noise XX handshake, its three messages cut into
+ * HANDSHAKE fragments of 32 bytes, numbered from 0.
  *
  * ADOPT starts the late set-up of a connection whose handshake did not
  * carry racks (adopt.h): x_own is the sequence number of the first byte
@@ -79,8 +89,17 @@
 #define EDP_VERSION 1
 #define EDP_KEY_LEN 32
 #define EDP_MAC_LEN 16
+#define EDP_NONCE_LEN 8
+/* SYN / SYN-ACK body with host pair and nonce. */
+#define EDP_OFFER_LONG_BODY (1 + 4 + EDP_NONCE_LEN)
+/* The largest SYN / SYN-ACK option, with its padding. */
+#define EDP_OFFER_SIZE ((EDP_OPT_HDR_LEN + EDP_OFFER_LONG_BODY + 3) & ~3)
+/* A handshake fragment's bytes; a Noise message has at most
+ * EDP_HS_MAX_FRAGS of them. */
+#define EDP_HS_FRAG 32
+#define EDP_HS_MAX_FRAGS 8
 #define EDP_OPT_HDR_LEN 5	/* kind, length, ExID, version/type */
-#define EDP_OPT_MAX_LEN (EDP_OPT_HDR_LEN + EDP_KEY_LEN)
+#define EDP_OPT_MAX_LEN (EDP_OPT_HDR_LEN + 2 + EDP_HS_FRAG)
 /* ADOPT's header and fields; its reserved bytes follow. */
 #define EDP_ADOPT_USED (EDP_OPT_HDR_LEN + 4 + 4 + 1)
 /* A numbered message's option: 33 bytes, 36 with its padding. */
@@ -109,6 +128,7 @@ enum edp_type {
 	EDP_AWAY_ACK = 11,
 	EDP_ADOPT = 12,	/* bytes that carry meaning: EDP_ADOPT_USED */
 	EDP_RECONNECT_CONFIRM = 13,
+	EDP_HANDSHAKE = 14,
 	EDP_TYPE_MAX
 };
 
@@ -131,6 +151,10 @@ struct edp_msg {
 	uint64_t conn_id;	/* numbered messages */
 	uint32_t counter;
 	uint32_t x_own, x_peer;	/* ADOPT */
+	uint8_t has_nonce;	/* SYN, SYNACK: the long form */
+	uint32_t hp_id;
+	uint8_t nonce[EDP_NONCE_LEN];
+	uint8_t hs_msg, hs_frag, hs_len;	/* HANDSHAKE (data in key) */
 };
 
 #define EDP_ADOPT_AGREED 0x01

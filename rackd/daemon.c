@@ -307,6 +307,7 @@ void daemon_start(struct rackd *d)
 	}
 	edp_announce_new(d->announcement);
 	keypool_init(&d->keys, d->loop);
+	host_pairs_init(&d->host_pairs);
 	answer_init(d);
 	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
 		       RACKD_UNAUTH_QUERY_BURST);
@@ -442,6 +443,7 @@ void daemon_stop(struct rackd *d)
 	inject_close(d->inject);
 	flowset_close(d->offers);
 	keypool_wipe(&d->keys);
+	host_pairs_clear(&d->host_pairs);
 	live_free(d);
 	reconnect_free(d);
 	rstguard_free(d);

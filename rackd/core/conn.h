@@ -93,6 +93,11 @@ enum conn_unmanaged {
 				 * not be learnt, or the ends disagreed */
 	UNMANAGED_PEER_FORGOT,	/* managed, until the peer rackd lost its
 				 * state: adopted again */
+	UNMANAGED_HOST_KEY_MISMATCH,	/* the peer host's key is not the
+				 * one known there (knownhosts.h) */
+	UNMANAGED_HOST_NOT_PINNED,	/* trust = pinned, and its key is not */
+	UNMANAGED_ANONYMOUS_REFUSED,	/* the peer offered only an anonymous
+				 * exchange, which trust does not allow */
 };
 
 /* Where a connection is in its late set-up (adopt.h); shown by rackctl. */
@@ -129,6 +134,13 @@ struct conn {
 	bool offered;		/* our SYN / the peer's SYN carried racks' option */
 	bool probed;		/* its probe FIN was answered (answer.c) */
 	uint8_t syns;		/* SYNs seen: only the first carries the option */
+	/* What the SYN and SYN-ACK carried in racks' option (option.h):
+	 * each end's nonce and host pair, ours sent and the peer's heard.
+	 * peer_long: the peer's had them (a rackd with host keys). */
+	uint8_t nonce_local[8], nonce_remote[8];
+	uint32_t hp_sent, hp_heard;
+	bool peer_long;
+	bool offer_made;	/* nonce_local and hp_sent chosen */
 	enum conn_unmanaged unmanaged;	/* why it was released */
 	enum conn_adoption adoption;
 	enum conn_unmanaged cause;	/* why adoption was needed */

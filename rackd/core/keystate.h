@@ -16,13 +16,44 @@
 #include "timer.h"
 
 enum setup_phase {
-	SETUP_WAIT_KEY,		/* client: KEY sent; server: waiting for it */
+	SETUP_WAIT_KEY,		/* client: KEY sent; server: waiting for it
+				 * (or for the host handshake) */
+	SETUP_WAIT_HS,		/* client: host handshake under way */
 	SETUP_WAIT_CONFIRM,	/* server: keyed, waiting for CONFIRM */
 	SETUP_WAIT_DONE,	/* client: CONFIRM sent */
 	SETUP_COMPLETE,
 };
 
+/* How a connection's key was made (rackctl show: key_source). */
+enum key_source {
+	KEY_SOURCE_NONE,
+	KEY_SOURCE_ANONYMOUS,	/* an unauthenticated X25519 exchange */
+	KEY_SOURCE_EXCHANGE,	/* derived from a host pair made just now */
+	KEY_SOURCE_DERIVED,	/* derived from a host pair made before */
+};
+
+static inline const char *key_source_name(enum key_source s)
+{
+	static const char *const names[] = {
+		[KEY_SOURCE_NONE] = "none", [KEY_SOURCE_ANONYMOUS] = "anonymous",
+		[KEY_SOURCE_EXCHANGE] = "exchange",
+		[KEY_SOURCE_DERIVED] = "derived",
+	};
+
+	return (unsigned)s <= KEY_SOURCE_DERIVED ? names[s] : "none";
+}
+
+struct hs_state;
+
 struct conn_edp {
+	enum key_source source;
+	/* The peer host (its static key) and the host pair the key came
+	 * from, unless anonymous. */
+	bool have_peer_host;
+	uint8_t peer_host[32];
+	uint32_t hp_id;
+	struct hs_state *hs;	/* only during a host handshake */
+	bool anonymous_seen;	/* the peer sent KEY where trust forbids */
 	struct edp_keypair kp;
 	bool have_own_key;	/* kp made (the server's: at the first KEY) */
 	struct edp_transcript t;

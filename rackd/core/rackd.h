@@ -15,6 +15,7 @@
 #include "config.h"
 #include "conn.h"
 #include "event.h"
+#include "hostpairs.h"
 #include "keypool.h"
 #include "option.h"
 #include "packet.h"
@@ -91,6 +92,12 @@ struct rackd_edp_stats {
 	uint64_t probes_unproven;	/* probe FIN, handshake not complete */
 	uint64_t probes_refused;	/* answered already, or rate limit */
 	uint64_t bad_seq;		/* message outside the connection's ISNs */
+	/* Keys (setup.h, hostauth.h): how each set-up keyed its connection,
+	 * the host handshakes and their messages. */
+	uint64_t keyed_anonymous, keyed_exchange, keyed_derived;
+	uint64_t hs_started, hs_done, hs_sent, hs_received, hs_bad;
+	uint64_t hs_mismatch, hs_not_pinned, anonymous_refused;
+	uint64_t hostpair_bad_mac;	/* derived CONFIRM refused: rekeyed */
 };
 
 struct rackd {
@@ -119,6 +126,7 @@ struct rackd {
 	struct inject *inject;
 	struct flowset *offers;	/* SYN-ACKs to divert */
 	struct keypool keys;
+	struct host_pairs host_pairs;	/* hostpairs.h */
 	struct ratelimit probe_answers;	/* answer.c */
 	/* Questions to the kernel that a segment without a MAC makes
 	 * rackd ask (is there a socket, where is it): anyone can send such

@@ -73,6 +73,18 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_probes_answered", e->probes_answered);
 	put_u64(out, "edp_probes_unproven", e->probes_unproven);
 	put_u64(out, "edp_probes_refused", e->probes_refused);
+	put_u64(out, "edp_keyed_anonymous", e->keyed_anonymous);
+	put_u64(out, "edp_keyed_exchange", e->keyed_exchange);
+	put_u64(out, "edp_keyed_derived", e->keyed_derived);
+	put_u64(out, "edp_hs_started", e->hs_started);
+	put_u64(out, "edp_hs_done", e->hs_done);
+	put_u64(out, "edp_hs_sent", e->hs_sent);
+	put_u64(out, "edp_hs_received", e->hs_received);
+	put_u64(out, "edp_hs_bad", e->hs_bad);
+	put_u64(out, "edp_hs_mismatch", e->hs_mismatch);
+	put_u64(out, "edp_hs_not_pinned", e->hs_not_pinned);
+	put_u64(out, "edp_anonymous_refused", e->anonymous_refused);
+	put_u64(out, "edp_hostpair_bad_mac", e->hostpair_bad_mac);
 }
 
 static void put_adopt_stats(FILE *out, const struct rackd *d)
@@ -320,6 +332,20 @@ static void put_conn_summary(FILE *out, struct rackd *d, const struct conn *c)
 	/* Where its segments travel now; the socket's endpoints above. */
 	put_endpoint(out, "wire_local", &c->wire_local);
 	put_endpoint(out, "wire_remote", &c->wire_remote);
+	/* Who it is with, and how its key was made (setup.h). */
+	if (c->edp && c->edp->source != KEY_SOURCE_NONE)
+		proto_put(out, "key_source", "%s",
+			  key_source_name(c->edp->source));
+	if (c->edp && c->edp->have_peer_host) {
+		char fp[EDP_HOST_FP_STRLEN];
+		const struct known_host *kh =
+			known_hosts_by_key(d->known_hosts, c->edp->peer_host);
+
+		edp_host_fingerprint(c->edp->peer_host, fp);
+		proto_put(out, "peer_host", "%s", fp);
+		if (kh && kh->name[0])
+			proto_put(out, "peer_host_name", "%s", kh->name);
+	}
 	/* Never silent: why racks does not protect it. */
 	if (unmanaged)
 		proto_put(out, "unmanaged", "%s", unmanaged);

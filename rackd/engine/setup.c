@@ -9,6 +9,9 @@
 
 #include "channel.h"
 #include "event.h"
+#include "hostauth.h"
+#include "hostpair.h"
+#include "knownhosts.h"
 #include "log.h"
 #include "loop.h"
 #include "rackd.h"
@@ -60,7 +63,16 @@ static void setup_retry(struct timer *t, void *arg)
 	(void)t;
 	if (c->state != CONN_SETUP)
 		return;
-	setup_send(d, c, e->phase == SETUP_WAIT_DONE ? EDP_CONFIRM : EDP_KEY);
+	if (e->source == KEY_SOURCE_ANONYMOUS)
+		setup_send(d, c, e->phase == SETUP_WAIT_DONE ? EDP_CONFIRM
+							     : EDP_KEY);
+	else {
+		/* Message 1 until message 2 comes; message 3 with CONFIRM
+		 * until DONE does (a derived key has no message 3). */
+		hostauth_resend(d, c);
+		if (e->phase == SETUP_WAIT_DONE)
+			setup_send(d, c, EDP_CONFIRM);
+	}
 	e->retry_ms *= 2;
 	loop_timer_arm(d->loop, &e->retry, e->retry_ms);
 }
@@ -77,9 +89,94 @@ static void take_keypair(struct rackd *d, struct conn *c)
 	       EDP_KEY_LEN);
 }
 
+/*
+ * C's key from host pair H (hostpairs.h) and the connection's own
+ * transcript: both ISNs and both nonces (edp_conn_key). The MACs'
+ * transcript carries the two host keys, so that every message also
+ * names who it is between.
+ */
+static void key_from_pair(struct rackd *d, struct conn *c,
+			  struct host_pair *h, enum key_source source)
+{
+	struct conn_edp *e = c->edp;
+	struct edp_conn_transcript t = {
+		.isn_client = e->t.isn_client, .isn_server = e->t.isn_server,
+	};
+	bool client = conn_is_client(c);
+
+	memcpy(t.nonce_client, client ? c->nonce_local : c->nonce_remote,
+	       EDP_NONCE_LEN);
+	memcpy(t.nonce_server, client ? c->nonce_remote : c->nonce_local,
+	       EDP_NONCE_LEN);
+	edp_conn_key(h->secret, &t, e->key);
+	memcpy(e->peer_host, h->peer_pk, sizeof(e->peer_host));
+	e->have_peer_host = true;
+	e->hp_id = h->id;
+	memcpy(client ? e->t.pk_client : e->t.pk_server, d->hostkey.pk,
+	       EDP_KEY_LEN);
+	memcpy(client ? e->t.pk_server : e->t.pk_client, h->peer_pk,
+	       EDP_KEY_LEN);
+	e->have_peer_key = e->keyed = true;
+	e->conn_id = edp_conn_id(e->key);
+	edp_fingerprint(e->key, e->fingerprint);
+	e->source = source;
+	h->conns++;
+	d->host_pairs.dirty = true;
+	sodium_memzero(&t, sizeof(t));
+}
+
+/* The host pair both ends named in the SYN and SYN-ACK, if C may derive
+ * its key from it: a fresh handshake (not an adoption, whose set-up has
+ * no nonces) that offered it both ways. */
+static struct host_pair *agreed_pair(struct rackd *d, const struct conn *c)
+{
+	if (c->adoption != ADOPTION_NONE || !c->peer_long || !c->hp_sent ||
+	    c->hp_heard != c->hp_sent)
+		return NULL;
+	return host_pairs_by_id(&d->host_pairs, c->hp_sent);
+}
+
+/* The client's first message: a derived key's CONFIRM, the host
+ * handshake's message 1, or an anonymous KEY. */
+static void client_begin(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+	struct host_pair *h = agreed_pair(d, c);
+	bool anonymous = config_trust_for(d->cfg, &c->remote.addr) ==
+			 TRUST_ANONYMOUS;
+
+	e->retry_ms = SETUP_RETRY_MS;
+	loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+	if (anonymous || !c->peer_long) {
+		/* A peer rackd from before host keys can only do this. */
+		e->source = KEY_SOURCE_ANONYMOUS;
+		if (!anonymous) {
+			d->edp.anonymous_refused++;
+			c->unmanaged = UNMANAGED_ANONYMOUS_REFUSED;
+			setup_release(d, c, "the peer rackd has no host key "
+				      "(an anonymous exchange only), and "
+				      "trust for it is not anonymous");
+			return;
+		}
+		take_keypair(d, c);
+		setup_send(d, c, EDP_KEY);
+		return;
+	}
+	if (h) {
+		key_from_pair(d, c, h, KEY_SOURCE_DERIVED);
+		e->phase = SETUP_WAIT_DONE;
+		setup_send(d, c, EDP_CONFIRM);
+		return;
+	}
+	e->source = KEY_SOURCE_EXCHANGE;
+	e->phase = SETUP_WAIT_HS;
+	hostauth_start(d, c);
+}
+
 void setup_begin(struct rackd *d, struct conn *c)
 {
 	struct conn_edp *e;
+	struct host_pair *h;
 
 	/* A set-up afresh (adoption after an abort): the old keys go first,
 	 * wiped, and out of the id index. */
@@ -93,20 +190,23 @@ void setup_begin(struct rackd *d, struct conn *c)
 	e->phase = SETUP_WAIT_KEY;
 	e->t.isn_client = conn_is_client(c) ? c->lend.isn : c->rend.isn;
 	e->t.isn_server = conn_is_client(c) ? c->rend.isn : c->lend.isn;
-	/* The server's key pair waits for the client's KEY: anyone can
-	 * send a SYN with racks' offer from any address, and only a client
-	 * that receives our SYN-ACK gets a key pair's worth of work. */
-	if (conn_is_client(c))
-		take_keypair(d, c);
 	timer_init(&e->retry, setup_retry, c);
 	d->edp.setup_started++;
 	/* The deadline shares the handshake timer: one per connection. */
 	loop_timer_arm(d->loop, &c->expiry, d->cfg->setup_timeout_ms);
 	conn_log(c, "racks peer: set-up");
 	if (conn_is_client(c)) {
-		setup_send(d, c, EDP_KEY);
-		e->retry_ms = SETUP_RETRY_MS;
-		loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+		client_begin(d, c);
+		return;
+	}
+	/* The server derives at once when its SYN-ACK echoed the host pair,
+	 * and waits for CONFIRM; else for KEY or the host handshake. Its
+	 * key pair, if any, waits for the client's KEY: anyone can send a
+	 * SYN with racks' offer from any address, and only a client that
+	 * receives our SYN-ACK gets a key pair's worth of work. */
+	if ((h = agreed_pair(d, c))) {
+		key_from_pair(d, c, h, KEY_SOURCE_DERIVED);
+		e->phase = SETUP_WAIT_CONFIRM;
 	}
 }
 
@@ -116,6 +216,23 @@ static void setup_connected(struct rackd *d, struct conn *c)
 
 	e->phase = SETUP_COMPLETE;
 	e->setup_ms = loop_now() - e->started;
+	hostauth_free(c);
+	if (e->source != KEY_SOURCE_ANONYMOUS) {
+		struct host_pair *h = host_pairs_by_id(&d->host_pairs,
+						       e->hp_id);
+
+		/* Where the client offers it next time. */
+		if (h) {
+			h->peer_addr = c->remote.addr;
+			h->have_addr = true;
+		}
+	}
+	switch (e->source) {
+	case KEY_SOURCE_ANONYMOUS: d->edp.keyed_anonymous++; break;
+	case KEY_SOURCE_EXCHANGE: d->edp.keyed_exchange++; break;
+	case KEY_SOURCE_DERIVED: d->edp.keyed_derived++; break;
+	case KEY_SOURCE_NONE: break;
+	}
 	set_state(c, CONN_CONNECTED);
 	loop_timer_cancel(d->loop, &c->expiry);
 	loop_timer_cancel(d->loop, &e->retry);
@@ -139,6 +256,9 @@ void setup_save(const struct conn *c, struct setup_saved *out)
 	out->hb_acked = e->hb_acked;
 	out->hb_in = e->hb_in;
 	out->rc_base = e->rc_base;
+	out->source = e->source;
+	out->have_peer_host = e->have_peer_host;
+	memcpy(out->peer_host, e->peer_host, sizeof(out->peer_host));
 }
 
 void setup_restore(struct rackd *d, struct conn *c,
@@ -157,6 +277,9 @@ void setup_restore(struct rackd *d, struct conn *c,
 	e->hb_acked = k->hb_acked;
 	e->hb_in = k->hb_in;
 	e->rc_base = k->rc_base;
+	e->source = k->source;
+	e->have_peer_host = k->have_peer_host;
+	memcpy(e->peer_host, k->peer_host, sizeof(e->peer_host));
 	e->started = loop_now();
 	c->edp = e;
 	c->peer = PEER_RACKS;
@@ -203,10 +326,86 @@ static bool mac_ok(struct rackd *d, struct conn *c, enum edp_role role,
 		return false;
 	}
 	if (edp_mac_verify(c->edp->key, role, &c->edp->t, m->mac)) {
+		struct host_pair *h;
+
 		d->edp.bad_mac++;
+		/* A key derived from a host pair that does not verify: the
+		 * next connection runs a new handshake. */
+		if (c->state == CONN_SETUP &&
+		    c->edp->source == KEY_SOURCE_DERIVED &&
+		    (h = host_pairs_by_id(&d->host_pairs, c->edp->hp_id)) &&
+		    !h->retired) {
+			h->retired = true;
+			d->host_pairs.dirty = true;
+			d->edp.hostpair_bad_mac++;
+		}
 		return false;
 	}
 	return true;
+}
+
+/* What set-up does with the host handshake's news for C. */
+static void handshake_input(struct rackd *d, struct conn *c,
+			    const struct edp_msg *m)
+{
+	struct conn_edp *e = c->edp;
+	struct host_pair *h;
+
+	if (e->source == KEY_SOURCE_ANONYMOUS || e->source == KEY_SOURCE_DERIVED ||
+	    (conn_is_client(c) ? e->phase != SETUP_WAIT_HS
+			       : e->phase != SETUP_WAIT_KEY)) {
+		d->edp.duplicate++;
+		return;
+	}
+	switch (hostauth_input(d, c, m)) {
+	case HOSTAUTH_MORE:
+		return;
+	case HOSTAUTH_ANSWERED:
+		e->source = KEY_SOURCE_EXCHANGE;
+		return;
+	case HOSTAUTH_FAILED:
+		/* Forged or damaged: the server waits for message 1 again,
+		 * the client starts over (new ephemeral key). */
+		hostauth_free(c);
+		e->have_peer_host = false;
+		if (conn_is_client(c))
+			hostauth_start(d, c);
+		return;
+	case HOSTAUTH_REFUSED:
+		setup_release(d, c, conn_unmanaged_name(c->unmanaged));
+		return;
+	case HOSTAUTH_DONE:
+		break;
+	}
+	h = host_pairs_by_id(&d->host_pairs, e->hp_id);
+	if (!h)		/* made just now: cannot be */
+		return;
+	key_from_pair(d, c, h, KEY_SOURCE_EXCHANGE);
+	if (conn_is_client(c)) {
+		/* Message 3 went out; CONFIRM follows it. */
+		e->phase = SETUP_WAIT_DONE;
+		setup_send(d, c, EDP_CONFIRM);
+		e->retry_ms = SETUP_RETRY_MS;
+		loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+	} else {
+		e->phase = SETUP_WAIT_CONFIRM;
+	}
+}
+
+/* An anonymous KEY where trust for the peer forbids it: counted, logged
+ * once, and left to time out (a forged KEY must not end a set-up). */
+static bool anonymous_allowed(struct rackd *d, struct conn *c)
+{
+	if (config_trust_for(d->cfg, &c->remote.addr) == TRUST_ANONYMOUS)
+		return true;
+	d->edp.anonymous_refused++;
+	if (!c->edp->anonymous_seen) {
+		c->edp->anonymous_seen = true;
+		conn_log(c, "the peer offers an anonymous exchange only, "
+			 "and trust for it is not anonymous");
+		c->unmanaged = UNMANAGED_ANONYMOUS_REFUSED;
+	}
+	return false;
 }
 
 /*
@@ -222,6 +421,10 @@ static void after_setup(struct rackd *d, struct conn *c,
 	enum edp_role role;
 
 	switch (m->type) {
+	case EDP_HANDSHAKE:
+		/* A host handshake's late copy: it keyed nothing new. */
+		d->edp.duplicate++;
+		return;
 	case EDP_KEY:
 		if (sodium_memcmp(peer, m->key, EDP_KEY_LEN) == 0)
 			d->edp.duplicate++;
@@ -255,7 +458,18 @@ static void server_input(struct rackd *d, struct conn *c,
 		return;
 	}
 	switch (m->type) {
+	case EDP_HANDSHAKE:
+		handshake_input(d, c, m);
+		return;
 	case EDP_KEY:
+		if (e->source != KEY_SOURCE_NONE &&
+		    e->source != KEY_SOURCE_ANONYMOUS) {
+			d->edp.unexpected++;
+			return;
+		}
+		if (!anonymous_allowed(d, c))
+			return;
+		e->source = KEY_SOURCE_ANONYMOUS;
 		if (!e->have_own_key)
 			take_keypair(d, c);
 		if (!setup_take_key(d, c, m->key))
@@ -286,7 +500,14 @@ static void client_input(struct rackd *d, struct conn *c,
 		return;
 	}
 	switch (m->type) {
+	case EDP_HANDSHAKE:
+		handshake_input(d, c, m);
+		return;
 	case EDP_KEY:
+		if (e->source != KEY_SOURCE_ANONYMOUS) {
+			d->edp.unexpected++;
+			return;
+		}
 		setup_take_key(d, c, m->key);
 		return;
 	case EDP_CONFIRM:
@@ -326,7 +547,8 @@ static uint32_t setup_input(struct rackd *d, struct conn *c,
 
 int setup_handle_messages(struct rackd *d)
 {
-	static const uint8_t types[] = { EDP_KEY, EDP_CONFIRM, EDP_DONE };
+	static const uint8_t types[] = { EDP_KEY, EDP_CONFIRM, EDP_DONE,
+					 EDP_HANDSHAKE };
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(types) && !ret; i++)
@@ -342,6 +564,7 @@ void setup_free(struct rackd *d, struct conn *c)
 		return;
 	conn_unindex_edp(&d->conns, c);
 	loop_timer_cancel(d->loop, &e->retry);
+	hostauth_free(c);
 	sodium_memzero(e, sizeof(*e));
 	free(e);
 	c->edp = NULL;

@@ -38,6 +38,11 @@ struct setup_saved {
 	uint8_t key[EDP_SECRET_LEN];
 	struct edp_transcript t;
 	uint32_t hb_out, hb_acked, hb_in, rc_base;
+	/* How its key was made and with whom (absent from a state file
+	 * written before host keys: anonymous, no peer host). */
+	enum key_source source;
+	bool have_peer_host;
+	uint8_t peer_host[32];
 };
 
 struct rackd;

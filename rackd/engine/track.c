@@ -5,8 +5,10 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink_queue.h>
 #include <errno.h>
+#include <sodium.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "adopt.h"
 #include "answer.h"
@@ -15,6 +17,7 @@
 #include "event.h"
 #include "inject.h"
 #include "hold.h"
+#include "knownhosts.h"
 #include "liveness.h"
 #include "log.h"
 #include "loop.h"
@@ -200,8 +203,8 @@ static struct conn_end *syn_end(struct conn *c)
  * The racks option of an incoming SYN or SYN-ACK: parsed, counted when
  * malformed. Returns true when it is a valid option of TYPE.
  */
-static bool racks_option(struct rackd *d, const struct packet *p,
-			 uint8_t type)
+static bool racks_option(struct rackd *d, struct conn *c,
+			 const struct packet *p, uint8_t type)
 {
 	struct edp_msg m;
 	enum edp_error err;
@@ -218,7 +221,44 @@ static bool racks_option(struct rackd *d, const struct packet *p,
 		d->edp.unexpected++;
 		return false;
 	}
+	/* The peer's nonce and host pair (setup.h): the first copy's. */
+	if (c && m.has_nonce && !c->peer_long) {
+		c->peer_long = true;
+		c->hp_heard = m.hp_id;
+		memcpy(c->nonce_remote, m.nonce, EDP_NONCE_LEN);
+	}
 	return true;
+}
+
+/*
+ * The host pair C's offer names (hostpairs.h), 0 for none: the client
+ * names the one it shares with the host at the address it connects to,
+ * while it is fresh; the server echoes the client's if it has it too.
+ * Neither where trust is anonymous, or where the peer's key is no longer
+ * trusted there (pinned: no longer pinned).
+ */
+static uint32_t offer_pair(struct rackd *d, const struct conn *c)
+{
+	enum trust_policy pol = config_trust_for(d->cfg, &c->remote.addr);
+	const struct known_host *other;
+	struct host_pair *h;
+
+	if (pol == TRUST_ANONYMOUS)
+		return 0;
+	if (conn_is_client(c)) {
+		h = host_pairs_at(&d->host_pairs, &c->remote.addr);
+		if (!h || !host_pair_offerable(h, (int64_t)time(NULL),
+					       d->cfg->hostpair_lifetime_ms / 1000,
+					       d->cfg->hostpair_max_connections))
+			return 0;
+	} else if (!c->peer_long ||
+		   !(h = host_pairs_by_id(&d->host_pairs, c->hp_heard))) {
+		return 0;
+	}
+	if (known_hosts_judge(d->known_hosts, pol, h->peer_pk,
+			      &c->remote.addr, &other) != TRUST_KNOWN)
+		return 0;
+	return h->id;
 }
 
 /* Can we rewrite this incoming packet without hiding a bad checksum? */
@@ -252,13 +292,25 @@ static void verdict_stripped(struct rackd *d, struct queue *q,
 		queue_verdict_replace(q, qp->id, rewrite_buf, (size_t)len);
 }
 
-/* Add a racks option of TYPE; false when the options have no room. */
-static bool verdict_offered(struct queue *q, const struct queue_packet *qp,
+/* Add a racks option of TYPE for C; false when the options have no
+ * room. A retransmission carries the same nonce and host pair. */
+static bool verdict_offered(struct rackd *d, struct conn *c,
+			    struct queue *q, const struct queue_packet *qp,
 			    const struct packet *p, uint8_t type)
 {
-	struct edp_msg m = { .version = EDP_VERSION, .type = type };
-	uint8_t opt[8];
-	size_t optlen = edp_option_build(&m, opt, sizeof(opt));
+	struct edp_msg m = { .version = EDP_VERSION, .type = type,
+			     .has_nonce = 1 };
+	uint8_t opt[EDP_OFFER_SIZE];
+	size_t optlen;
+
+	if (!c->offer_made) {
+		randombytes_buf(c->nonce_local, EDP_NONCE_LEN);
+		c->hp_sent = offer_pair(d, c);
+		c->offer_made = true;
+	}
+	m.hp_id = c->hp_sent;
+	memcpy(m.nonce, c->nonce_local, EDP_NONCE_LEN);
+	optlen = edp_option_build(&m, opt, sizeof(opt));
 	int len = rewrite_add_option(p, opt, optlen, rewrite_buf,
 				     sizeof(rewrite_buf));
 
@@ -476,7 +528,7 @@ static void track_syn(struct rackd *d, struct queue *q,
 				d->edp.syn_fallback++;
 			goto accept;
 		}
-		c->offered = verdict_offered(q, qp, p, EDP_SYN);
+		c->offered = verdict_offered(d, c, q, qp, p, EDP_SYN);
 		if (c->offered) {
 			d->edp.syn_offered++;
 			return;
@@ -488,7 +540,7 @@ static void track_syn(struct rackd *d, struct queue *q,
 	/* Only SYNs with racks' option are diverted here. Its SYN-ACK must
 	 * reach us too: the flow joins the offered set before the kernel
 	 * sees the SYN and answers it. */
-	usable = racks_option(d, p, EDP_SYN);
+	usable = racks_option(d, c, p, EDP_SYN);
 	c->offered = usable && offer_synack(d, c);
 	if (p->opt.racks_len)
 		verdict_stripped(d, q, qp, p);
@@ -535,7 +587,7 @@ static void track_synack(struct rackd *d, struct queue *q,
 		 * Offer again if we did before. */
 		if (outbound && c->peer == PEER_RACKS &&
 		    p->seq == c->lend.isn &&
-		    verdict_offered(q, qp, p, EDP_SYNACK))
+		    verdict_offered(d, c, q, qp, p, EDP_SYNACK))
 			return;
 		if (!outbound && p->opt.racks_len) {
 			verdict_stripped(d, q, qp, p);
@@ -548,7 +600,7 @@ static void track_synack(struct rackd *d, struct queue *q,
 
 	if (outbound) {
 		/* We are the server: answer racks with racks. */
-		if (c->offered && verdict_offered(q, qp, p, EDP_SYNACK)) {
+		if (c->offered && verdict_offered(d, c, q, qp, p, EDP_SYNACK)) {
 			d->edp.synack_offered++;
 			/* Key generation must not hold the SYN-ACK back. */
 			queue_flush(q);
@@ -563,7 +615,7 @@ static void track_synack(struct rackd *d, struct queue *q,
 		return;
 	}
 	/* We are the client: the server's answer decides. */
-	if (c->offered && racks_option(d, p, EDP_SYNACK)) {
+	if (c->offered && racks_option(d, c, p, EDP_SYNACK)) {
 		verdict_stripped(d, q, qp, p);
 		/* The application's connect() completes first. */
 		queue_flush(q);

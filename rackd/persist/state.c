@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "hold.h"
+#include "hostpairs_file.h"
 #include "liveness.h"
 #include "local.h"
 #include "log.h"
@@ -140,6 +141,10 @@ static void write_conn(FILE *f, const struct conn *c, bool rebased,
 		k.hb_out, k.hb_acked, k.hb_in, k.rc_base);
 	put_end(f, "lend", &c->lend);
 	put_end(f, "rend", &c->rend);
+	if (k.source >= KEY_SOURCE_ANONYMOUS && k.source <= KEY_SOURCE_DERIVED)
+		fprintf(f, " key_source=%s", source_names[k.source]);
+	if (k.have_peer_host)
+		put_hex(f, "peer_host", k.peer_host, sizeof(k.peer_host));
 	if (rebased)
 		fprintf(f, " progress=%" PRIu32 ",%" PRIu32, snd, rcv);
 	fputc('\n', f);
@@ -197,6 +202,44 @@ static int write_file(struct rackd *d, const char *tmp, unsigned *count)
 	return ret;
 }
 
+/* The host pairs' file, written with the state when they changed. */
+static void write_host_pairs(struct rackd *d)
+{
+	char path[4096];
+	int ret;
+
+	if (!d->host_pairs.dirty ||
+	    hostpairs_file_path(d->state->path, path, sizeof(path)))
+		return;
+	ret = hostpairs_file_save(path, &d->host_pairs);
+	if (ret)
+		log_warnx("%s cannot be written (%s): a restarted rackd would "
+			  "run new host handshakes", path, strerror(-ret));
+}
+
+static void load_host_pairs(struct rackd *d)
+{
+	char path[4096], bad[4200], err[512];
+	int ret;
+
+	if (hostpairs_file_path(d->state->path, path, sizeof(path)))
+		return;
+	ret = hostpairs_file_load(path, &d->host_pairs, err, sizeof(err));
+	if (ret == -EINVAL) {
+		/* Kept for a look, never overwritten: new handshakes make
+		 * new host pairs. */
+		snprintf(bad, sizeof(bad), "%s.bad", path);
+		log_warnx("%s; moved to %s: new host handshakes will follow",
+			  err, bad);
+		(void)rename(path, bad);
+	} else if (ret) {
+		log_warnx("%s: %s: new host handshakes will follow", path,
+			  strerror(-ret));
+	} else if (d->host_pairs.count) {
+		log_info("%s: %zu host pair(s)", path, d->host_pairs.count);
+	}
+}
+
 int state_write(struct rackd *d)
 {
 	struct state_file *s = d->state;
@@ -225,6 +268,7 @@ int state_write(struct rackd *d)
 		s->write_failing = true;
 		return ret;
 	}
+	write_host_pairs(d);
 	if (s->write_failing)
 		log_info("state file %s written again", s->path);
 	s->write_failing = false;
@@ -240,7 +284,7 @@ enum field {
 	F_KEPT, F_STATE, F_SINCE, F_CREATED, F_RECONNECTED, F_RECONNECTIONS,
 	F_SUSPENSIONS, F_CONN_ID, F_KEY, F_PK_CLIENT, F_PK_SERVER,
 	F_ISN_CLIENT, F_ISN_SERVER, F_HB_OUT, F_HB_ACKED, F_HB_IN, F_RC_BASE,
-	F_LEND, F_REND, F_PROGRESS, F_COUNT
+	F_LEND, F_REND, F_PROGRESS, F_KEY_SOURCE, F_PEER_HOST, F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
@@ -248,7 +292,12 @@ static const char *const field_names[F_COUNT] = {
 	"kept_local", "state", "suspended_since", "created", "reconnected",
 	"reconnections", "suspensions", "conn_id", "key", "pk_client",
 	"pk_server", "isn_client", "isn_server", "hb_out", "hb_acked", "hb_in",
-	"rc_base", "lend", "rend", "progress",
+	"rc_base", "lend", "rend", "progress", "key_source", "peer_host",
+};
+
+static const char *const source_names[] = {
+	[KEY_SOURCE_NONE] = "none", [KEY_SOURCE_ANONYMOUS] = "anonymous",
+	[KEY_SOURCE_EXCHANGE] = "exchange", [KEY_SOURCE_DERIVED] = "derived",
 };
 
 static bool parse_u64(const char *v, uint64_t max, uint64_t *out, int base)
@@ -384,6 +433,17 @@ static bool parse_field(struct saved *s, enum field f, const char *v)
 	case F_HB_IN: return parse_u32(v, &k->hb_in);
 	case F_RC_BASE: return parse_u32(v, &k->rc_base);
 	case F_PROGRESS: return parse_progress(v, s);
+	case F_KEY_SOURCE:
+		for (unsigned i = KEY_SOURCE_ANONYMOUS;
+		     i <= KEY_SOURCE_DERIVED; i++)
+			if (!strcmp(v, source_names[i])) {
+				k->source = i;
+				return true;
+			}
+		return false;
+	case F_PEER_HOST:
+		k->have_peer_host = true;
+		return parse_hex(v, k->peer_host, sizeof(k->peer_host));
 	case F_LEND: return parse_end(v, &s->lend);
 	case F_REND: return parse_end(v, &s->rend);
 	case F_COUNT: break;
@@ -424,6 +484,10 @@ static bool parse_conn(char *line, struct saved *s, char *err, size_t errlen)
 	if (!s->suspended)
 		need &= ~(1u << F_SINCE);
 	need &= ~(1u << F_PROGRESS);
+	/* A file from before host keys: its keys were anonymous. */
+	need &= ~(1u << F_KEY_SOURCE | 1u << F_PEER_HOST);
+	if (!(s->seen & 1u << F_KEY_SOURCE))
+		s->keys.source = KEY_SOURCE_ANONYMOUS;
 	if ((s->seen & need) != need) {
 		for (unsigned f = 0; f < F_COUNT; f++)
 			if ((need & ~s->seen) & (1u << f)) {
@@ -644,6 +708,7 @@ void state_load(struct rackd *d)
 
 	if (!s->path)
 		return;
+	load_host_pairs(d);
 	buf = read_all(s->path, &len, &ret);
 	if (!buf) {
 		if (ret != -ENOENT) {

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "hostpairs.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostpair.h"
+#include "rackd.h"
+
+void host_pairs_init(struct host_pairs *hp)
+{
+	memset(hp, 0, sizeof(*hp));
+}
+
+static void drop(struct host_pairs *hp, struct host_pair **link)
+{
+	struct host_pair *h = *link;
+
+	*link = h->next;
+	sodium_memzero(h, sizeof(*h));
+	free(h);
+	hp->count--;
+	hp->dirty = true;
+}
+
+void host_pairs_clear(struct host_pairs *hp)
+{
+	while (hp->head)
+		drop(hp, &hp->head);
+}
+
+struct host_pair *host_pairs_by_id(const struct host_pairs *hp, uint32_t id)
+{
+	for (struct host_pair *h = hp->head; h && id; h = h->next)
+		if (h->id == id)
+			return h;
+	return NULL;
+}
+
+struct host_pair *host_pairs_at(const struct host_pairs *hp,
+				const struct addr *addr)
+{
+	for (struct host_pair *h = hp->head; h; h = h->next)
+		if (h->have_addr && addr_equal(&h->peer_addr, addr))
+			return h;
+	return NULL;
+}
+
+struct host_pair *host_pairs_of(const struct host_pairs *hp,
+				const uint8_t peer_pk[HOSTPAIR_KEY_LEN])
+{
+	/* Newest first: add() puts new ones at the head. */
+	for (struct host_pair *h = hp->head; h; h = h->next)
+		if (!sodium_memcmp(h->peer_pk, peer_pk, HOSTPAIR_KEY_LEN))
+			return h;
+	return NULL;
+}
+
+struct host_pair *host_pairs_add(struct host_pairs *hp,
+				 const uint8_t peer_pk[HOSTPAIR_KEY_LEN],
+				 const uint8_t secret[HOSTPAIR_KEY_LEN],
+				 int64_t created)
+{
+	struct host_pair *h = xcalloc(1, sizeof(*h));
+	struct host_pair **link;
+	unsigned same = 0;
+
+	memcpy(h->peer_pk, peer_pk, HOSTPAIR_KEY_LEN);
+	memcpy(h->secret, secret, HOSTPAIR_KEY_LEN);
+	h->id = edp_hostpair_id(secret);
+	h->created = created;
+	/* The one it replaces stays for the SYNs in flight that named it. */
+	for (link = &hp->head; *link;) {
+		if (sodium_memcmp((*link)->peer_pk, peer_pk, HOSTPAIR_KEY_LEN) ||
+		    ++same < 2) {
+			if (!sodium_memcmp((*link)->peer_pk, peer_pk,
+					   HOSTPAIR_KEY_LEN))
+				(*link)->retired = true;
+			link = &(*link)->next;
+			continue;
+		}
+		drop(hp, link);
+	}
+	if (hp->count >= HOSTPAIR_MAX) {
+		/* The oldest: the list's tail. */
+		for (link = &hp->head; (*link)->next; link = &(*link)->next)
+			;
+		drop(hp, link);
+	}
+	h->next = hp->head;
+	hp->head = h;
+	hp->count++;
+	hp->dirty = true;
+	return h;
+}
+
+struct host_pair *host_pairs_add_loaded(struct host_pairs *hp,
+					const struct host_pair *from)
+{
+	struct host_pair **link = &hp->head, *h;
+
+	if (hp->count >= HOSTPAIR_MAX)
+		return NULL;
+	while (*link)
+		link = &(*link)->next;
+	h = xcalloc(1, sizeof(*h));
+	*h = *from;
+	h->next = NULL;
+	*link = h;
+	hp->count++;
+	return h;
+}
+
+void host_pairs_forget(struct host_pairs *hp,
+		       const uint8_t peer_pk[HOSTPAIR_KEY_LEN])
+{
+	for (struct host_pair **link = &hp->head; *link;) {
+		if (!sodium_memcmp((*link)->peer_pk, peer_pk, HOSTPAIR_KEY_LEN))
+			drop(hp, link);
+		else
+			link = &(*link)->next;
+	}
+}
+
+bool host_pair_offerable(const struct host_pair *h, int64_t now,
+			 uint64_t lifetime_s, uint64_t max_conns)
+{
+	return !h->retired && now >= h->created &&
+	       (uint64_t)(now - h->created) < lifetime_s &&
+	       h->conns < max_conns;
+}

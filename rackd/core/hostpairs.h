@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Host pairs: the secret this host shares with each racks host it has
+ * met, made by one authenticated Noise XX handshake (hostauth.h) and
+ * named on the wire by a 32-bit id both ends compute from it
+ * (edp_hostpair_id). A new connection between the two derives its key
+ * from it (edp_conn_key) instead of running an exchange.
+ *
+ * A host pair ages: after hostpair_lifetime, or hostpair_max_connections
+ * connections, or a MAC that failed under a key derived from it, it is
+ * no longer offered, and the next connection runs a new handshake (new
+ * ephemeral keys: what a later theft of the secret reveals ends there).
+ * The one it replaces stays, unoffered, so that a connection whose SYN
+ * named it still derives; at most two per peer host.
+ */
+#ifndef RACKS_HOSTPAIRS_H
+#define RACKS_HOSTPAIRS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+#define HOSTPAIR_KEY_LEN 32
+#define HOSTPAIR_MAX 65536
+
+struct host_pair {
+	uint8_t peer_pk[HOSTPAIR_KEY_LEN];	/* the peer host's static key */
+	uint8_t secret[HOSTPAIR_KEY_LEN];
+	uint32_t id;
+	int64_t created;	/* unix seconds */
+	uint64_t conns;		/* connections keyed from it */
+	bool retired;		/* not offered any more: rekey */
+	/* Where the peer was last met (a client offers the host pair to
+	 * the address it connects to); unset until a set-up completes. */
+	bool have_addr;
+	struct addr peer_addr;
+	struct host_pair *next;
+};
+
+struct host_pairs {
+	struct host_pair *head;
+	size_t count;
+	bool dirty;		/* changed since last saved */
+};
+
+void host_pairs_init(struct host_pairs *hp);
+/* Wipes every secret. */
+void host_pairs_clear(struct host_pairs *hp);
+
+struct host_pair *host_pairs_by_id(const struct host_pairs *hp, uint32_t id);
+/* The newest host pair that last met its peer at ADDR; NULL if none.
+ * (A scan: host pairs are few, one or two per peer host.) */
+struct host_pair *host_pairs_at(const struct host_pairs *hp,
+				const struct addr *addr);
+/* The newest host pair with PEER_PK, retired or not; NULL if none. */
+struct host_pair *host_pairs_of(const struct host_pairs *hp,
+				const uint8_t peer_pk[HOSTPAIR_KEY_LEN]);
+/*
+ * A new host pair with PEER_PK (secret copied, id computed): older ones
+ * with the same peer are retired, and all but the newest of them
+ * dropped. At HOSTPAIR_MAX, the oldest host pair of all goes. Returns it.
+ */
+struct host_pair *host_pairs_add(struct host_pairs *hp,
+				 const uint8_t peer_pk[HOSTPAIR_KEY_LEN],
+				 const uint8_t secret[HOSTPAIR_KEY_LEN],
+				 int64_t created);
+/* A host pair read back from a file (newest first there): appended as it
+ * is, its id kept; NULL at HOSTPAIR_MAX. */
+struct host_pair *host_pairs_add_loaded(struct host_pairs *hp,
+					const struct host_pair *from);
+/* Drop every host pair with PEER_PK (its key removed from trust). */
+void host_pairs_forget(struct host_pairs *hp,
+		       const uint8_t peer_pk[HOSTPAIR_KEY_LEN]);
+/* May a new connection still be keyed from H (offered in a SYN)? */
+bool host_pair_offerable(const struct host_pair *h, int64_t now,
+			 uint64_t lifetime_s, uint64_t max_conns);
+
+#endif

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "hostauth.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "channel.h"
+#include "config.h"
+#include "hostid.h"
+#include "hostpair.h"
+#include "hostpairs.h"
+#include "keystate.h"
+#include "knownhosts.h"
+#include "log.h"
+#include "rackd.h"
+
+#define PROLOGUE_LABEL "racks hostauth v1"
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+/* The connection the handshake rides on: what its prologue binds. */
+static size_t prologue(const struct conn *c, uint8_t *out)
+{
+	const uint8_t *nc = conn_is_client(c) ? c->nonce_local : c->nonce_remote;
+	const uint8_t *ns = conn_is_client(c) ? c->nonce_remote : c->nonce_local;
+	size_t n = sizeof(PROLOGUE_LABEL) - 1;
+
+	memcpy(out, PROLOGUE_LABEL, n);
+	put_u32(out + n, c->edp->t.isn_client);
+	put_u32(out + n + 4, c->edp->t.isn_server);
+	memcpy(out + n + 8, nc, EDP_NONCE_LEN);
+	memcpy(out + n + 8 + EDP_NONCE_LEN, ns, EDP_NONCE_LEN);
+	return n + 8 + 2 * EDP_NONCE_LEN;
+}
+
+static struct hs_state *hs_new(struct conn *c, enum noise_role role,
+			       const uint8_t *static_sk)
+{
+	uint8_t pro[64];
+	struct hs_state *hs = xcalloc(1, sizeof(*hs));
+
+	noise_hs_init(&hs->noise, role, pro, prologue(c, pro), static_sk);
+	c->edp->hs = hs;
+	return hs;
+}
+
+void hostauth_free(struct conn *c)
+{
+	if (!c->edp || !c->edp->hs)
+		return;
+	noise_hs_wipe(&c->edp->hs->noise);
+	sodium_memzero(c->edp->hs, sizeof(*c->edp->hs));
+	free(c->edp->hs);
+	c->edp->hs = NULL;
+}
+
+void hostauth_resend(struct rackd *d, struct conn *c)
+{
+	struct hs_state *hs = c->edp->hs;
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_HANDSHAKE };
+	unsigned frags;
+
+	if (!hs || !hs->out_len)
+		return;
+	frags = (hs->out_len + EDP_HS_FRAG - 1) / EDP_HS_FRAG;
+	m.hs_msg = hs->out_msg;
+	m.hs_len = hs->out_len;
+	for (unsigned i = 0; i < frags; i++) {
+		m.hs_frag = (uint8_t)i;
+		memset(m.key, 0, EDP_HS_FRAG);
+		memcpy(m.key, hs->out + i * EDP_HS_FRAG,
+		       i + 1 < frags ? EDP_HS_FRAG
+				     : hs->out_len - i * EDP_HS_FRAG);
+		if (channel_send(d, c, &m) == 0)
+			c->edp->sent++;
+	}
+	d->edp.hs_sent++;
+}
+
+/* Write our message INDEX and send it. */
+static int hs_write(struct rackd *d, struct conn *c, uint8_t index)
+{
+	struct hs_state *hs = c->edp->hs;
+	size_t len;
+	int ret = noise_hs_write(&hs->noise, NULL, 0, hs->out,
+				 sizeof(hs->out), &len);
+
+	if (ret)
+		return ret;
+	hs->out_msg = index;
+	hs->out_len = (uint8_t)len;
+	hostauth_resend(d, c);
+	return 0;
+}
+
+void hostauth_start(struct rackd *d, struct conn *c)
+{
+	struct hs_state *hs = hs_new(c, NOISE_INITIATOR, d->hostkey.sk);
+
+	hs->expect = 2;
+	d->edp.hs_started++;
+	if (hs_write(d, c, 1))
+		log_warnx("conn %llu: host handshake: message 1 not written",
+			  (unsigned long long)c->id);
+}
+
+/* The command that trusts PK in place of what was known (rackctl(8)). */
+static void log_mismatch(const struct conn *c, const uint8_t *pk,
+			 const struct known_host *other)
+{
+	char now[EDP_HOST_FP_STRLEN], was[EDP_HOST_FP_STRLEN];
+	char key[EDP_HOST_KEY_STRLEN], at[ADDR_STRLEN];
+
+	edp_host_fingerprint(pk, now);
+	edp_host_key_format(pk, key);
+	addr_format(&c->remote.addr, at, sizeof(at));
+	if (other) {
+		edp_host_fingerprint(other->pk, was);
+		log_warnx("conn %llu: HOST KEY MISMATCH: %s was known as %s%s%s "
+			  "and now shows %s; left unmanaged. If the peer's key "
+			  "really changed: rackctl hosts remove %s && rackctl "
+			  "hosts add %s", (unsigned long long)c->id, at, was,
+			  other->name[0] ? " " : "", other->name, now, was,
+			  key);
+	} else {
+		log_warnx("conn %llu: host key %s of %s is not pinned "
+			  "(trust = pinned); left unmanaged. To trust it: "
+			  "rackctl hosts add %s --pin",
+			  (unsigned long long)c->id, now, at, key);
+	}
+}
+
+/* May the peer's static key PK be trusted for C? Records it if so. */
+static bool trusted(struct rackd *d, struct conn *c, const uint8_t *pk)
+{
+	enum trust_policy pol = config_trust_for(d->cfg, &c->remote.addr);
+	const struct known_host *other = NULL;
+
+	enum trust_verdict v;
+
+	if (pol == TRUST_ANONYMOUS)
+		return true;
+	v = known_hosts_judge(d->known_hosts, pol, pk, &c->remote.addr,
+			      &other);
+	/* A client's address does not name a host: several hosts behind
+	 * one NAT share it. Only the client checks that the server it
+	 * reached at an address is the one it met there (as ssh does). */
+	if (v == TRUST_MISMATCH && !conn_is_client(c))
+		v = TRUST_NEW;
+	switch (v) {
+	case TRUST_KNOWN:
+	case TRUST_NEW:
+		if (known_hosts_seen(d->known_hosts, pk, &c->remote.addr,
+				     (int64_t)time(NULL)))
+			log_warnx("known hosts full of pinned keys: %s not "
+				  "recorded", "a new host");
+		return true;
+	case TRUST_MISMATCH:
+		log_mismatch(c, pk, other);
+		c->unmanaged = UNMANAGED_HOST_KEY_MISMATCH;
+		d->edp.hs_mismatch++;
+		return false;
+	case TRUST_NOT_PINNED:
+	default:
+		log_mismatch(c, pk, NULL);
+		c->unmanaged = UNMANAGED_HOST_NOT_PINNED;
+		d->edp.hs_not_pinned++;
+		return false;
+	}
+}
+
+/* The handshake is over: the host pair's secret, kept for later ones. */
+static void finish(struct rackd *d, struct conn *c)
+{
+	struct hs_state *hs = c->edp->hs;
+	uint8_t h[NOISE_HASH_LEN], k1[NOISE_KEY_LEN], k2[NOISE_KEY_LEN];
+	uint8_t secret[HOSTPAIR_KEY_LEN];
+	struct host_pair *hp;
+
+	noise_hs_result(&hs->noise, h, k1, k2);
+	edp_hostpair_secret(h, k1, k2, secret);
+	hp = host_pairs_add(&d->host_pairs, c->edp->peer_host, secret,
+			    (int64_t)time(NULL));
+	c->edp->hp_id = hp->id;
+	hs->done = true;
+	d->edp.hs_done++;
+	sodium_memzero(h, sizeof(h));
+	sodium_memzero(k1, sizeof(k1));
+	sodium_memzero(k2, sizeof(k2));
+	sodium_memzero(secret, sizeof(secret));
+}
+
+/* The peer's complete message HS->in_msg: read it, answer it. */
+static enum hostauth_result hs_read(struct rackd *d, struct conn *c)
+{
+	struct hs_state *hs = c->edp->hs;
+	const uint8_t *rs;
+	size_t plen;
+
+	if (noise_hs_read(&hs->noise, hs->in, hs->in_len, NULL, 0, &plen)) {
+		d->edp.hs_bad++;
+		return HOSTAUTH_FAILED;
+	}
+	rs = noise_hs_remote_static(&hs->noise);
+	if (rs && !c->edp->have_peer_host) {
+		memcpy(c->edp->peer_host, rs, NOISE_KEY_LEN);
+		c->edp->have_peer_host = true;
+		if (!trusted(d, c, rs))
+			return HOSTAUTH_REFUSED;
+	}
+	if (conn_is_client(c)) {
+		/* Message 2: ours is the last. */
+		if (hs_write(d, c, 3)) {
+			d->edp.hs_bad++;
+			return HOSTAUTH_FAILED;
+		}
+		finish(d, c);
+		return HOSTAUTH_DONE;
+	}
+	if (hs->in_msg == 1) {
+		hs->expect = 3;
+		return hs_write(d, c, 2) ? HOSTAUTH_FAILED : HOSTAUTH_ANSWERED;
+	}
+	finish(d, c);
+	return HOSTAUTH_DONE;
+}
+
+enum hostauth_result hostauth_input(struct rackd *d, struct conn *c,
+				    const struct edp_msg *m)
+{
+	struct hs_state *hs = c->edp->hs;
+	unsigned frags = ((unsigned)m->hs_len + EDP_HS_FRAG - 1) / EDP_HS_FRAG;
+	size_t n;
+
+	d->edp.hs_received++;
+	if (!m->hs_len || frags > EDP_HS_MAX_FRAGS || m->hs_frag >= frags ||
+	    m->hs_len != noise_xx_msg_len(m->hs_msg - 1, 0)) {
+		d->edp.hs_bad++;
+		return HOSTAUTH_MORE;
+	}
+	if (!hs) {
+		/* Only the server begins on the peer's message 1. */
+		if (conn_is_client(c) || m->hs_msg != 1) {
+			d->edp.unexpected++;
+			return HOSTAUTH_MORE;
+		}
+		hs = hs_new(c, NOISE_RESPONDER, d->hostkey.sk);
+		hs->expect = 1;
+	}
+	if (hs->done || m->hs_msg < hs->expect) {
+		/* A copy of a message answered already: the answer may be
+		 * what got lost. The server resends message 2 for a whole
+		 * message 1 only, once per copy's last fragment. */
+		if (!conn_is_client(c) && m->hs_msg == 1 && !hs->done &&
+		    m->hs_frag == frags - 1)
+			hostauth_resend(d, c);
+		d->edp.duplicate++;
+		return HOSTAUTH_MORE;
+	}
+	if (m->hs_msg != hs->expect) {
+		d->edp.unexpected++;
+		return HOSTAUTH_MORE;
+	}
+	if (hs->in_msg != m->hs_msg) {
+		hs->in_msg = m->hs_msg;
+		hs->in_len = m->hs_len;
+		hs->in_have = 0;
+	}
+	n = m->hs_frag + 1u < frags ? EDP_HS_FRAG
+				    : m->hs_len - m->hs_frag * EDP_HS_FRAG;
+	memcpy(hs->in + m->hs_frag * EDP_HS_FRAG, m->key, n);
+	hs->in_have |= (uint8_t)(1u << m->hs_frag);
+	if (hs->in_have != (uint8_t)((1u << frags) - 1))
+		return HOSTAUTH_MORE;
+	hs->in_have = 0;
+	hs->in_msg = 0;
+	return hs_read(d, c);
+}

@@ -1,0 +1,231 @@
+"""Hosts that know each other (issue 22): host keys, trust, host pairs and
+derived connection keys, between two rackds across R.
+
+    A (client) ---- R ---- B (server)
+
+The first connection between two hosts runs the Noise XX host handshake
+(key_source "exchange"); every later one derives its key from the host
+pair (key_source "derived") with one set-up message each way; a peer whose
+host key changed is left unmanaged with host_key_mismatch, and the bytes
+still flow, plain.
+"""
+
+import shutil
+
+import pytest
+
+import racks
+import testbed
+from testbed import expected_sha256, start_xfer_client, start_xfer_server
+
+PORT = 5001
+SIZE = 256 * 1024
+
+
+def transfer(topo, family="v4", port=PORT):
+    """One connection from A to B, SIZE bytes each way, checked; returns
+    (client, server) once the bytes arrived."""
+    server = start_xfer_server(topo.b, port, send=SIZE, timeout=30)
+    client = start_xfer_client(topo.a, topo.addr["b"][family], port, SIZE,
+                               recv=True, announce=True, timeout=30)
+    client.connected()
+    return server, client
+
+
+def check(server, client):
+    report = client.result(60)
+    srv = server.results()[0]
+    assert report["sent_sha256"] == srv["recv_sha256"] == \
+        expected_sha256(SIZE, testbed.CLIENT_SEED)
+    assert report["recv_sha256"] == srv["sent_sha256"]
+
+
+def settled(rackd, port, timeout=10):
+    """rackd's entry (show) for the connection on port, once it is
+    connected or left unmanaged."""
+    def done():
+        for c in racks.conns_between(rackd, remote_port=port) + \
+                racks.conns_between(rackd, local_port=port):
+            if c["state"] == "connected" or c.get("unmanaged"):
+                return rackd.ctl_json("show", str(c["id"]))
+        return None
+    return testbed.wait_until(done, timeout, f"connection on {port} settled")
+
+
+def fingerprint(rackd):
+    return rackd.ctl_json("host")["fingerprint"]
+
+
+def public_key(rackd):
+    return rackd.ctl_json("host")["public_key"]
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_first_connection_exchanges_then_keys_are_derived(topo, family):
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    fa, fb = fingerprint(ra), fingerprint(rb)
+    assert fa != fb
+    shows = []
+    for i in range(3):
+        before = {s: r.status() for s, r in (("a", ra), ("b", rb))}
+        server, client = transfer(topo, family, PORT + i)
+        sa, sb = settled(ra, PORT + i), settled(rb, PORT + i)
+        check(server, client)
+        after = {s: r.status() for s, r in (("a", ra), ("b", rb))}
+        shows.append((sa, sb, before, after))
+        assert sa["state"] == sb["state"] == "connected", (sa, sb)
+        assert sa["conn_id"] == sb["conn_id"]
+        assert sa["peer_host"] == fb and sb["peer_host"] == fa, (sa, sb)
+    # The first met: a host handshake; the others: derived.
+    assert [s[0]["key_source"] for s in shows] == \
+        ["exchange", "derived", "derived"], shows
+    assert [s[1]["key_source"] for s in shows] == \
+        ["exchange", "derived", "derived"], shows
+    for r in (ra, rb):
+        st = r.status()
+        assert st["edp_hs_done"] == 1 and st["edp_keyed_derived"] == 2, st
+        assert st["edp_hs_bad"] == 0 and st["edp_bad_mac"] == 0, st
+    # A derived connection's set-up: one message each way (CONFIRM, DONE),
+    # retransmissions aside; never a KEY or a host handshake message.
+    _, _, before, after = shows[2]
+    for side in "ab":
+        sent = after[side]["edp_msgs_out"] - before[side]["edp_msgs_out"]
+        assert 1 <= sent <= 2, (side, before[side], after[side])
+        assert after[side]["edp_hs_sent"] == before[side]["edp_hs_sent"]
+    # Each knows the other by key.
+    hosts_a = ra.ctl_json("hosts")
+    assert [h["fingerprint"] for h in hosts_a] == [fb], hosts_a
+
+
+def test_restart_keeps_the_host_pair_and_a_lost_state_exchanges_again(topo):
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    server, client = transfer(topo, port=PORT)
+    assert settled(ra, PORT)["key_source"] == "exchange"
+    check(server, client)
+    rb.stop()
+    rb.start()
+    server, client = transfer(topo, port=PORT + 1)
+    assert settled(ra, PORT + 1)["key_source"] == "derived"
+    assert settled(rb, PORT + 1)["key_source"] == "derived"
+    check(server, client)
+    # B loses its state and host pairs (its host key stays): A's offer
+    # names a host pair B no longer has, and they run a new handshake.
+    rb.stop()
+    for name in ("state", "hostpairs"):
+        (rb.dir / name).unlink(missing_ok=True)
+    rb.start()
+    server, client = transfer(topo, port=PORT + 2)
+    assert settled(ra, PORT + 2)["key_source"] == "exchange"
+    assert settled(rb, PORT + 2)["key_source"] == "exchange"
+    check(server, client)
+    assert (rb.dir / "hostpairs").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_changed_host_key_is_refused_and_named(topo):
+    """B comes back with another host key (as an attacker in the middle
+    would show): A refuses to key the connection, says why with both
+    fingerprints and the command that accepts the new key; the bytes flow
+    plain. After that command, racks manages again."""
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    server, client = transfer(topo, port=PORT)
+    assert settled(ra, PORT)["state"] == "connected"
+    check(server, client)
+    old = fingerprint(rb)
+    rb.stop()
+    for name in ("hostkey", "hostpairs", "state"):
+        (rb.dir / name).unlink(missing_ok=True)
+    rb.start()
+    new = fingerprint(rb)
+    assert new != old
+
+    server, client = transfer(topo, port=PORT + 1)
+    sa = settled(ra, PORT + 1, timeout=15)
+    check(server, client)
+    assert sa["state"] != "connected" and \
+        sa["unmanaged"] == "host_key_mismatch", sa
+    assert ra.status()["edp_hs_mismatch"] == 1
+    log = ra.log()
+    line = next(ln for ln in log.splitlines() if "HOST KEY MISMATCH" in ln)
+    assert old in line and new in line, line
+    command = line.split("If the peer's key really changed: ", 1)[1]
+    assert command.startswith("rackctl hosts remove "), command
+    # Still known as it was: nothing replaced silently.
+    assert [h["fingerprint"] for h in ra.ctl_json("hosts")] == [old]
+
+    for part in command.split(" && "):
+        ra.ctl(*part.split()[1:])
+    server, client = transfer(topo, port=PORT + 2)
+    sa = settled(ra, PORT + 2)
+    check(server, client)
+    assert sa["state"] == "connected" and sa["peer_host"] == new, sa
+
+
+def test_pinned_refuses_an_unlisted_host_until_it_is_pinned(topo):
+    ra = topo.start_rackd("a", config="trust = pinned\n")
+    rb = topo.start_rackd("b")
+    server, client = transfer(topo, port=PORT)
+    sa = settled(ra, PORT, timeout=15)
+    check(server, client)
+    assert sa["unmanaged"] == "host_key_not_pinned", sa
+    assert ra.status()["edp_hs_not_pinned"] == 1
+    assert ra.ctl_json("hosts") == []
+
+    ra.ctl("hosts", "add", public_key(rb), "b", "--pin")
+    server, client = transfer(topo, port=PORT + 1)
+    sa = settled(ra, PORT + 1)
+    check(server, client)
+    assert sa["state"] == "connected" and sa["key_source"] == "exchange"
+    assert sa["peer_host_name"] == "b", sa
+
+
+def test_anonymous_is_opt_in_and_said(topo):
+    conf = "trust = anonymous\n"
+    ra = topo.start_rackd("a", config=conf)
+    rb = topo.start_rackd("b", config=conf)
+    server, client = transfer(topo, port=PORT)
+    sa, sb = settled(ra, PORT), settled(rb, PORT)
+    check(server, client)
+    assert sa["key_source"] == sb["key_source"] == "anonymous", (sa, sb)
+    assert "peer_host" not in sa
+    assert ra.status()["edp_hs_started"] == 0
+
+
+def test_anonymous_offer_is_refused_where_trust_is_not(topo):
+    """A allows only an anonymous exchange with B; B's default trust
+    refuses it: never downgraded, the connection flows plain and says so."""
+    ra = topo.start_rackd("a", config="trust = anonymous\n")
+    rb = topo.start_rackd("b")
+    server, client = transfer(topo, port=PORT)
+    check(server, client)
+    sb = settled(rb, PORT, timeout=20)
+    assert sb["state"] != "connected", sb
+    assert rb.status()["edp_anonymous_refused"] >= 1
+    assert sb["unmanaged"] in ("anonymous_refused", "setup_timeout"), sb
+
+
+@pytest.mark.bulk
+def test_a_thousand_connections_between_known_hosts_are_derived(topo):
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    server, client = transfer(topo, port=PORT)
+    check(server, client)
+    before = {s: r.status() for s, r in (("a", ra), ("b", rb))}
+    fleet = racks.Fleet(topo.b, topo.a, topo.addr["b"]["v4"], PORT + 1, 1000)
+    try:
+        assert fleet.opened["open"] == 1000, fleet.opened
+        states = testbed.wait_until(
+            lambda: (lambda s: s if s.get("connected") == 1000 else None)(
+                racks.fleet_states(ra, PORT + 1)), 60,
+            "1,000 connected on A")
+        echoed = fleet.echo()
+        assert echoed["ok"] == 1000, echoed
+    finally:
+        fleet.close()
+    for side, r in (("a", ra), ("b", rb)):
+        st = r.status()
+        assert st["edp_keyed_derived"] - before[side]["edp_keyed_derived"] \
+            == 1000, (side, st)
+        assert st["edp_hs_started"] == before[side]["edp_hs_started"]
+        sent = st["edp_msgs_out"] - before[side]["edp_msgs_out"]
+        # One message each, and few retransmissions at most.
+        assert 1000 <= sent <= 1100, (side, sent)
+    print(f"\n1,000 derived: {states}")
