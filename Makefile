@@ -318,9 +318,19 @@ WINTRACK_SRC := tests/tools/wintrack.c tests/tools/wintrack_track.c
 DISORDER_SRC := tests/tools/disorder.c tests/tools/disorder_hold.c
 # connfleet (bench/tools/connfleet.c: thousands of idle connections, each
 # echoing on command) serves tests/test_load.py as well as the bench.
+# noise_peer (tests/tools/noise_peer.c) plays one end of edp/noise.c's
+# handshake against another implementation (tests/test_noise.py), under
+# the sanitizers like the unit tests.
 TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/tests/disorder \
-	$(BUILD)/bench/connfleet
+	$(BUILD)/bench/connfleet $(BUILD)/tests/noise_peer
 test-tools: $(TEST_TOOLS)
+
+NOISE_PEER_SRC := tests/tools/noise_peer.c edp/noise.c
+$(BUILD)/tests/noise_peer: $(NOISE_PEER_SRC) edp/noise.h
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) $(SAN_FLAGS) $(LDFLAGS) -o $@ \
+		$(NOISE_PEER_SRC) $(shell $(PKG_CONFIG) --libs libsodium 2>/dev/null)
 
 $(BUILD)/tests/wintrack: $(WINTRACK_SRC) $(NFQBOX_SRC) tests/tools/wintrack.h \
 	tests/tools/nfqbox.h

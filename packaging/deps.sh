@@ -22,10 +22,12 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # python3-matplotlib draws its plot); tcpdump: captures read back by Scapy;
 # conntrack (of conntrack-tools): R's connection table listed and flushed,
 # a middlebox that forgets its flows (tests/test_forget.py, make bench);
-# util-linux: nsenter, setpriv, unshare (Essential today, named anyway).
+# util-linux: nsenter, setpriv, unshare (Essential today, named anyway);
+# python3-dissononce: an independent Noise implementation that
+# edp/noise.c must interoperate with (tests/test_noise.py).
 TEST_PKGS="nftables iproute2 procps kmod util-linux python3 python3-pytest
 	python3-pytest-xdist python3-execnet python3-scapy iperf3 tcpdump clang libclang-rt-14-dev mandoc
-	openssh-server openssh-client python3-matplotlib conntrack"
+	openssh-server openssh-client python3-matplotlib conntrack python3-dissononce"
 # make deb: dpkg-dev (dpkg-buildpackage), debhelper (dh, dh_installsystemd),
 # fakeroot (root-owned files without root), lintian (checks the package);
 # systemd: systemd-analyze verifies packaging/rackd.service; strace: the

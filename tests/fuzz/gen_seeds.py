@@ -310,6 +310,17 @@ def main():
         b"sweep_interval = 500ms\n"
         b"max_connections = 1000\nlog_level = debug\n")
     seeds["proto_request.txt"] = b"cmd=list\nversion=1\nfilter=a=b\n\n"
+    # fuzz_noise.c (first byte: what to parse): a host key; XX's message
+    # 0 with a real ephemeral (the public key of the secret 09 00 .. 00);
+    # the genuine messages 1 and 2 (an all-zero XOR onto them; payload
+    # "pay": 99 and 67 bytes).
+    seeds["noise_host_key.txt"] = (
+        b"\0racks-x25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=")
+    seeds["noise_msg0.bin"] = b"\x01" + bytes.fromhex(
+        "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079") + \
+        b"pay"
+    seeds["noise_msg1.bin"] = b"\x02" + bytes(99)
+    seeds["noise_msg2.bin"] = b"\x03" + bytes(67)
     os.makedirs(SEEDS, exist_ok=True)
     for name, data in seeds.items():
         with open(os.path.join(SEEDS, name), "wb") as f:
