@@ -27,8 +27,11 @@
  * - nonce_c, nonce_s: 8 fresh random bytes from each side. Either side's
  *   alone makes K new even if the other replays an old SYN (with its
  *   ISN and nonce) to reproduce a key it once saw used.
- * - addr_c, port_c, addr_s, port_s: the 4-tuple, so a key is valid on
- *   one connection only and cannot be moved to another one.
+ * - addr_c, port_c, addr_s, port_s: the 4-tuple, for a caller whose
+ *   two ends see the same one. rackd passes them as zero: a NAT or a
+ *   port forward between the hosts shows each end another tuple, and
+ *   the ISNs and both fresh nonces already make each connection's key
+ *   its own.
  * The labels end in a version so that a later derivation never yields
  * the same bytes. The pair's id is public (it names the pair on the
  * wire) and reveals nothing of the secret.

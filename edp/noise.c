@@ -12,6 +12,8 @@
 #include <sodium.h>
 #include <string.h>
 
+#include "hostpair.h"
+
 #define BLOCK_LEN 128	/* BLAKE2b's BLOCKLEN, for HMAC */
 
 _Static_assert(sizeof(NOISE_PROTOCOL_NAME) - 1 <= NOISE_HASH_LEN,
@@ -347,6 +349,20 @@ bool noise_hs_done(const struct noise_hs *hs)
 const uint8_t *noise_hs_remote_static(const struct noise_hs *hs)
 {
 	return hs->has_rs ? hs->rs : NULL;
+}
+
+const uint8_t *noise_hs_remote_ephemeral(const struct noise_hs *hs)
+{
+	return hs->state >= 1 && hs->state <= XX_MESSAGES &&
+	       !sodium_is_zero(hs->re, NOISE_KEY_LEN) ? hs->re : NULL;
+}
+
+int noise_hs_rotation_verify(const struct noise_hs *hs, const uint8_t *old_pk,
+			     const uint8_t *new_pk, const uint8_t *proof)
+{
+	if (sodium_is_zero(hs->e_sk, NOISE_KEY_LEN))
+		return -EINVAL;
+	return edp_rotation_verify(hs->e_sk, old_pk, new_pk, proof);
 }
 
 void noise_hs_result(const struct noise_hs *hs, uint8_t h[NOISE_HASH_LEN],

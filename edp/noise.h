@@ -85,6 +85,15 @@ bool noise_hs_done(const struct noise_hs *hs);
 /* The peer's static public key (NOISE_KEY_LEN bytes), NULL until learnt
  * (the initiator learns it from message 1, the responder from 2). */
 const uint8_t *noise_hs_remote_static(const struct noise_hs *hs);
+/* The peer's ephemeral public key, NULL until its first message is read:
+ * what a rotation proof (hostpair.h) is made for, fresh each handshake. */
+const uint8_t *noise_hs_remote_ephemeral(const struct noise_hs *hs);
+/* Check PROOF that the holder of OLD_PK made NEW_PK, made for our
+ * ephemeral key (edp_rotation_proof with it as the verifier): 0,
+ * -EBADMSG, or -EINVAL (no ephemeral key: not sent yet, or wiped when
+ * the handshake finished). */
+int noise_hs_rotation_verify(const struct noise_hs *hs, const uint8_t *old_pk,
+			     const uint8_t *new_pk, const uint8_t *proof);
 /* Once done: the handshake hash and Split()'s two keys (k1 encrypts the
  * initiator's transport messages, k2 the responder's). Before, zeroes. */
 void noise_hs_result(const struct noise_hs *hs, uint8_t h[NOISE_HASH_LEN],

@@ -97,6 +97,7 @@ struct rackd_edp_stats {
 	uint64_t keyed_anonymous, keyed_exchange, keyed_derived;
 	uint64_t hs_started, hs_done, hs_sent, hs_received, hs_bad;
 	uint64_t hs_mismatch, hs_not_pinned, anonymous_refused;
+	uint64_t hs_rotated, hs_bad_rotation;
 	uint64_t hostpair_bad_mac;	/* derived CONFIRM refused: rekeyed */
 };
 

@@ -84,12 +84,37 @@ void hostauth_resend(struct rackd *d, struct conn *c)
 	d->edp.hs_sent++;
 }
 
+/*
+ * Our rotation proof for message INDEX (2 or 3), if this host's key
+ * replaced an older one (rackd --rotate-host-key keeps it): the old
+ * public key and a MAC under X25519(old secret, the verifier's key), the
+ * verifier's ephemeral key in message 2 (the server does not know the
+ * client's static key yet), its static key in message 3. 0 or the
+ * payload's length.
+ */
+static size_t rotation_payload(struct rackd *d, struct hs_state *hs,
+			       uint8_t index, uint8_t *out)
+{
+	const uint8_t *verifier = index == 2
+		? noise_hs_remote_ephemeral(&hs->noise)
+		: noise_hs_remote_static(&hs->noise);
+
+	if (!d->hostkey_old || !verifier ||
+	    edp_rotation_proof(d->hostkey_old->sk, verifier, d->hostkey.pk,
+			       out + EDP_HOST_KEY_LEN))
+		return 0;
+	memcpy(out, d->hostkey_old->pk, EDP_HOST_KEY_LEN);
+	return HOSTAUTH_ROTATION_LEN;
+}
+
 /* Write our message INDEX and send it. */
 static int hs_write(struct rackd *d, struct conn *c, uint8_t index)
 {
 	struct hs_state *hs = c->edp->hs;
-	size_t len;
-	int ret = noise_hs_write(&hs->noise, NULL, 0, hs->out,
+	uint8_t payload[HOSTAUTH_ROTATION_LEN];
+	size_t len, plen = index > 1 ? rotation_payload(d, hs, index, payload)
+				     : 0;
+	int ret = noise_hs_write(&hs->noise, payload, plen, hs->out,
 				 sizeof(hs->out), &len);
 
 	if (ret)
@@ -137,8 +162,41 @@ static void log_mismatch(const struct conn *c, const uint8_t *pk,
 	}
 }
 
-/* May the peer's static key PK be trusted for C? Records it if so. */
-static bool trusted(struct rackd *d, struct conn *c, const uint8_t *pk)
+/*
+ * The peer proved (ROT: its old key and the proof, checked by the
+ * caller) that the holder of a key we know made PK: PK takes its place,
+ * with its name and pin, and the old key's host pairs go.
+ */
+static bool rotated(struct rackd *d, struct conn *c, const uint8_t *pk,
+		    const uint8_t *old_pk)
+{
+	const struct known_host *old = known_hosts_by_key(d->known_hosts,
+							  old_pk);
+	char was[EDP_HOST_FP_STRLEN], now[EDP_HOST_FP_STRLEN];
+	char name[KNOWN_HOST_NAME_MAX];
+	bool pinned;
+
+	if (!old)
+		return false;
+	pinned = old->pinned;
+	snprintf(name, sizeof(name), "%s", old->name);
+	edp_host_fingerprint(old_pk, was);
+	edp_host_fingerprint(pk, now);
+	if (known_hosts_add(d->known_hosts, pk, name[0] ? name : NULL, pinned))
+		return false;
+	known_hosts_remove(d->known_hosts, old_pk);
+	host_pairs_forget(&d->host_pairs, old_pk);
+	log_info("conn %llu: host key %s%s%s rotated to %s, signed by the old "
+		 "key: accepted", (unsigned long long)c->id, was,
+		 name[0] ? " " : "", name, now);
+	d->edp.hs_rotated++;
+	return true;
+}
+
+/* May the peer's static key PK be trusted for C? Records it if so.
+ * ROT_OLD: the old key the peer proved it rotated from, or NULL. */
+static bool trusted(struct rackd *d, struct conn *c, const uint8_t *pk,
+		    const uint8_t *rot_old)
 {
 	enum trust_policy pol = config_trust_for(d->cfg, &c->remote.addr);
 	const struct known_host *other = NULL;
@@ -154,6 +212,12 @@ static bool trusted(struct rackd *d, struct conn *c, const uint8_t *pk)
 	 * reached at an address is the one it met there (as ssh does). */
 	if (v == TRUST_MISMATCH && !conn_is_client(c))
 		v = TRUST_NEW;
+	if ((v == TRUST_MISMATCH || v == TRUST_NOT_PINNED) && rot_old &&
+	    (v != TRUST_MISMATCH || !other ||
+	     !sodium_memcmp(other->pk, rot_old, EDP_HOST_KEY_LEN)) &&
+	    rotated(d, c, pk, rot_old))
+		v = known_hosts_judge(d->known_hosts, pol, pk,
+				      &c->remote.addr, &other);
 	switch (v) {
 	case TRUST_KNOWN:
 	case TRUST_NEW:
@@ -201,18 +265,33 @@ static void finish(struct rackd *d, struct conn *c)
 static enum hostauth_result hs_read(struct rackd *d, struct conn *c)
 {
 	struct hs_state *hs = c->edp->hs;
-	const uint8_t *rs;
+	uint8_t payload[HOSTAUTH_ROTATION_LEN];
+	const uint8_t *rs, *rot_old = NULL;
 	size_t plen;
 
-	if (noise_hs_read(&hs->noise, hs->in, hs->in_len, NULL, 0, &plen)) {
+	if (noise_hs_read(&hs->noise, hs->in, hs->in_len, payload,
+			  sizeof(payload), &plen)) {
 		d->edp.hs_bad++;
 		return HOSTAUTH_FAILED;
 	}
 	rs = noise_hs_remote_static(&hs->noise);
+	/* A rotation proof: for our ephemeral key in message 2, for our
+	 * static key in message 3. A wrong one is counted and ignored. */
+	if (rs && plen == HOSTAUTH_ROTATION_LEN) {
+		const uint8_t *proof = payload + EDP_HOST_KEY_LEN;
+		int err = hs->in_msg == 2
+			? noise_hs_rotation_verify(&hs->noise, payload, rs, proof)
+			: edp_rotation_verify(d->hostkey.sk, payload, rs, proof);
+
+		if (!err)
+			rot_old = payload;
+		else
+			d->edp.hs_bad_rotation++;
+	}
 	if (rs && !c->edp->have_peer_host) {
 		memcpy(c->edp->peer_host, rs, NOISE_KEY_LEN);
 		c->edp->have_peer_host = true;
-		if (!trusted(d, c, rs))
+		if (!trusted(d, c, rs, rot_old))
 			return HOSTAUTH_REFUSED;
 	}
 	if (conn_is_client(c)) {
@@ -241,7 +320,9 @@ enum hostauth_result hostauth_input(struct rackd *d, struct conn *c,
 
 	d->edp.hs_received++;
 	if (!m->hs_len || frags > EDP_HS_MAX_FRAGS || m->hs_frag >= frags ||
-	    m->hs_len != noise_xx_msg_len(m->hs_msg - 1, 0)) {
+	    (m->hs_len != noise_xx_msg_len(m->hs_msg - 1, 0) &&
+	     (m->hs_msg == 1 || m->hs_len != noise_xx_msg_len(
+			m->hs_msg - 1, HOSTAUTH_ROTATION_LEN)))) {
 		d->edp.hs_bad++;
 		return HOSTAUTH_MORE;
 	}

@@ -19,6 +19,11 @@
  * result is the host pair's secret; set-up (setup.h) derives the
  * connection's key from it as for any later connection.
  *
+ * A host whose key was rotated (rackd --rotate-host-key) proves it in
+ * its message's payload: its old public key and a MAC under the X25519
+ * of its old secret and the verifier's key (edp_rotation_proof), which
+ * a peer that knew the old key accepts without a prompt.
+ *
  * Retransmission is set-up's: the client resends its last message until
  * the server's next one completes; the server answers every complete
  * copy of message 1 with the message 2 it made for it.
@@ -32,6 +37,9 @@
 #include "conn.h"
 #include "noise.h"
 #include "option.h"
+
+/* Message 2 or 3 may carry a rotation proof: the old host key and a MAC. */
+#define HOSTAUTH_ROTATION_LEN (32 + 16)
 
 struct hs_state {
 	struct noise_hs noise;
