@@ -48,7 +48,7 @@ EDP_SRC := $(wildcard edp/*.c)
 RACKD_SRC := rackd/main.c rackd/daemon.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
 	$(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
 	$(NETLINK_SRC)
-RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
+RACKCTL_SRC := $(wildcard rackctl/*.c) $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
 RACKCKPT_SRC := $(wildcard $(addsuffix /*.c,$(CKPT_DIRS))) $(COMMON_SRC) \
 	common/ctlclient.c $(NETLINK_SRC)
 # What the C unit tests link: pure logic (no netlink), the connection
@@ -56,7 +56,9 @@ RACKCKPT_SRC := $(wildcard $(addsuffix /*.c,$(CKPT_DIRS))) $(COMMON_SRC) \
 # that tests include one at a time.
 UNIT_LIB_SRC := rackd/io/packet.c rackd/io/csum.c rackd/core/config.c \
 	rackd/io/timer.c rackd/io/log.c rackd/io/rewrite.c rackd/core/conn.c \
-	rackd/core/halfopen.c \
+	rackd/core/halfopen.c rackd/core/hostkey.c rackd/core/knownhosts.c \
+	rackd/persist/hostkey_file.c rackd/persist/knownhosts_file.c \
+	rackd/persist/hostpairs_file.c rackd/core/hostpairs.c \
 	rackd/core/event.c rackd/core/rackd.c tests/unit/unit.c \
 	tests/unit/fake.c $(EDP_SRC) $(COMMON_SRC)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
@@ -159,8 +161,11 @@ FUZZ_ENGINE_SRC := tests/fuzz/fuzz_engine.c $(wildcard tests/fuzz/engine/*.c) \
 	$(filter-out rackd/engine/local.c,$(wildcard rackd/engine/*.c)) \
 	$(wildcard rackd/core/*.c) rackd/io/packet.c rackd/io/csum.c \
 	rackd/io/rewrite.c rackd/io/timer.c rackd/persist/state.c \
-	rackd/ctl/ctl_cmds.c rackd/ctl/ctl_migrate.c edp/option.c edp/keys.c \
-	edp/announce.c nft/splicemap.c nft/adoptset.c nft/offerset.c \
+	rackd/persist/hostkey_file.c rackd/persist/knownhosts_file.c \
+	rackd/persist/hostpairs_file.c \
+	rackd/ctl/ctl_cmds.c rackd/ctl/ctl_migrate.c rackd/ctl/ctl_hosts.c \
+	edp/option.c edp/keys.c edp/announce.c edp/hostid.c edp/noise.c \
+	edp/hostpair.c nft/splicemap.c nft/adoptset.c nft/offerset.c \
 	nft/xt_queue.c $(COMMON_SRC)
 FUZZ_ENGINE_FLAGS := -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined

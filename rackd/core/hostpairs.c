@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "hostpair.h"
-#include "rackd.h"
+#include "log.h"
 
 void host_pairs_init(struct host_pairs *hp)
 {

@@ -142,7 +142,7 @@ static void write_conn(FILE *f, const struct conn *c, bool rebased,
 	put_end(f, "lend", &c->lend);
 	put_end(f, "rend", &c->rend);
 	if (k.source >= KEY_SOURCE_ANONYMOUS && k.source <= KEY_SOURCE_DERIVED)
-		fprintf(f, " key_source=%s", source_names[k.source]);
+		fprintf(f, " key_source=%s", key_source_name(k.source));
 	if (k.have_peer_host)
 		put_hex(f, "peer_host", k.peer_host, sizeof(k.peer_host));
 	if (rebased)
@@ -295,10 +295,6 @@ static const char *const field_names[F_COUNT] = {
 	"rc_base", "lend", "rend", "progress", "key_source", "peer_host",
 };
 
-static const char *const source_names[] = {
-	[KEY_SOURCE_NONE] = "none", [KEY_SOURCE_ANONYMOUS] = "anonymous",
-	[KEY_SOURCE_EXCHANGE] = "exchange", [KEY_SOURCE_DERIVED] = "derived",
-};
 
 static bool parse_u64(const char *v, uint64_t max, uint64_t *out, int base)
 {
@@ -436,7 +432,7 @@ static bool parse_field(struct saved *s, enum field f, const char *v)
 	case F_KEY_SOURCE:
 		for (unsigned i = KEY_SOURCE_ANONYMOUS;
 		     i <= KEY_SOURCE_DERIVED; i++)
-			if (!strcmp(v, source_names[i])) {
+			if (!strcmp(v, key_source_name(i))) {
 				k->source = i;
 				return true;
 			}

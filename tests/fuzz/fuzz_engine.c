@@ -128,6 +128,9 @@ static void configure(struct config *cfg, uint8_t a, uint8_t b, uint8_t c)
 	cfg->retry_interval_ms = b & 0x80 ? 200 : 1000;
 	cfg->max_half_open = half[c & 3];
 	cfg->max_half_open_per_prefix = per_prefix[c >> 2 & 3];
+	/* The model peer (engine/peer.c) speaks the anonymous exchange of
+	 * a rackd before host keys: trust must allow it. */
+	cfg->trust = TRUST_ANONYMOUS;
 	if (c & 0x10) {
 		/* One server port, the pool's first local (and remote) one. */
 		cfg->all_ports = false;

@@ -14,7 +14,7 @@
 static const uint8_t all_types[] = {
 	EDP_SYN, EDP_SYNACK, EDP_KEY, EDP_CONFIRM, EDP_DONE,
 	EDP_HEARTBEAT, EDP_HEARTBEAT_ACK, EDP_RECONNECT, EDP_RECONNECT_ACK,
-	EDP_AWAY, EDP_AWAY_ACK, EDP_ADOPT,
+	EDP_AWAY, EDP_AWAY_ACK, EDP_ADOPT, EDP_HANDSHAKE,
 };
 
 static void fill_random(uint8_t *p, size_t n)
@@ -34,6 +34,12 @@ static struct edp_msg random_msg(uint8_t type)
 	m.counter = (uint32_t)unit_rand();
 	m.x_own = (uint32_t)unit_rand();
 	m.x_peer = (uint32_t)unit_rand();
+	m.has_nonce = 1;
+	m.hp_id = (uint32_t)unit_rand();
+	fill_random(m.nonce, sizeof(m.nonce));
+	m.hs_msg = (uint8_t)(1 + unit_rand() % 3);
+	m.hs_frag = (uint8_t)(unit_rand() % 8);
+	m.hs_len = (uint8_t)unit_rand();
 	return m;
 }
 
@@ -43,7 +49,9 @@ static size_t raw_len(uint8_t type)
 	switch (type) {
 	case EDP_SYN:
 	case EDP_SYNACK:
-		return EDP_OPT_HDR_LEN + 1;
+		return EDP_OPT_HDR_LEN + EDP_OFFER_LONG_BODY;
+	case EDP_HANDSHAKE:
+		return EDP_OPT_HDR_LEN + 2 + EDP_HS_FRAG;
 	case EDP_KEY:
 		return EDP_OPT_HDR_LEN + EDP_KEY_LEN;
 	case EDP_CONFIRM:
@@ -85,6 +93,14 @@ TEST(round_trip_every_type)
 			CHECK_EQ_INT(back.type, type);
 			if (type == EDP_SYN || type == EDP_SYNACK) {
 				CHECK_EQ_INT(back.flags, m.flags);
+				CHECK_EQ_INT(back.has_nonce, 1);
+				CHECK(back.hp_id == m.hp_id);
+				CHECK_EQ_MEM(back.nonce, m.nonce, EDP_NONCE_LEN);
+			} else if (type == EDP_HANDSHAKE) {
+				CHECK_EQ_INT(back.hs_msg, m.hs_msg);
+				CHECK_EQ_INT(back.hs_frag, m.hs_frag);
+				CHECK_EQ_INT(back.hs_len, m.hs_len);
+				CHECK_EQ_MEM(back.key, m.key, EDP_HS_FRAG);
 			} else if (type == EDP_ADOPT) {
 				CHECK_EQ_INT(back.flags, m.flags);
 				CHECK(back.x_own == m.x_own);
@@ -103,13 +119,35 @@ TEST(round_trip_every_type)
 	}
 }
 
+/* A rackd from before host keys offers the flags alone: still parsed,
+ * as an offer without nonce or host pair; built the same way. */
+TEST(short_offer_of_an_older_rackd)
+{
+	const uint8_t syn[] = { EDP_OPT_KIND, 6, EDP_EXID >> 8, EDP_EXID & 0xff,
+				EDP_VERSION << 4 | EDP_SYN, 0 };
+	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_SYNACK };
+	uint8_t buf[16];
+
+	CHECK_EQ_INT(edp_option_parse(syn, sizeof(syn), &m), EDP_OK);
+	CHECK_EQ_INT(m.type, EDP_SYN);
+	CHECK_EQ_INT(m.has_nonce, 0);
+	CHECK(m.hp_id == 0);
+	m.type = EDP_SYNACK;
+	CHECK_EQ_INT(edp_option_build(&m, buf, sizeof(buf)), 8);
+	CHECK_EQ_INT(buf[1], 6);
+	/* Neither 6 nor 18: malformed. */
+	buf[1] = 7;
+	CHECK_EQ_INT(edp_option_parse(buf, 7, &m), EDP_ERR_LENGTH);
+}
+
 TEST(exact_bytes_and_padding)
 {
 	static const struct {
 		uint8_t type;
 		size_t size, len;
 	} want[] = {
-		{ EDP_SYN, 8, 6 },	{ EDP_SYNACK, 8, 6 },
+		{ EDP_SYN, 20, 18 },	{ EDP_SYNACK, 20, 18 },
+		{ EDP_HANDSHAKE, 40, 39 },
 		{ EDP_KEY, 40, 37 },	{ EDP_CONFIRM, 24, 21 },
 		{ EDP_DONE, 24, 21 },	{ EDP_HEARTBEAT, 36, 33 },
 		{ EDP_RECONNECT, 36, 33 }, { EDP_RECONNECT_ACK, 36, 33 },
@@ -152,8 +190,16 @@ TEST(exact_bytes_and_padding)
 			CHECK_EQ_INT((uint32_t)buf[9] << 24 | buf[10] << 16 |
 				     buf[11] << 8 | buf[12], m.x_peer);
 			CHECK_EQ_INT(buf[13], m.flags);
-		} else
+		} else if (want[i].type == EDP_HANDSHAKE) {
+			CHECK_EQ_INT(buf[5], m.hs_msg << 4 | m.hs_frag);
+			CHECK_EQ_INT(buf[6], m.hs_len);
+			CHECK_EQ_MEM(buf + 7, m.key, EDP_HS_FRAG);
+		} else {
 			CHECK_EQ_INT(buf[5], m.flags);
+			CHECK_EQ_INT((uint32_t)buf[6] << 24 | buf[7] << 16 |
+				     buf[8] << 8 | buf[9], m.hp_id);
+			CHECK_EQ_MEM(buf + 10, m.nonce, EDP_NONCE_LEN);
+		}
 		for (size_t j = want[i].len; j < n; j++)
 			CHECK_EQ_INT(buf[j], NOP);
 		CHECK_EQ_INT(buf[n], 0xee);	/* nothing past the padding */
@@ -368,6 +414,7 @@ TEST(marker)
 static const struct unit_test tests[] = {
 	UNIT(marker),
 	UNIT(round_trip_every_type),
+	UNIT(short_offer_of_an_older_rackd),
 	UNIT(exact_bytes_and_padding),
 	UNIT(build_without_room),
 	UNIT(parse_not_racks),
