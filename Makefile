@@ -330,7 +330,8 @@ TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/tests/disorder \
 	$(BUILD)/bench/connfleet $(BUILD)/tests/noise_peer
 test-tools: $(TEST_TOOLS)
 
-NOISE_PEER_SRC := tests/tools/noise_peer.c edp/noise.c
+NOISE_PEER_SRC := tests/tools/noise_peer.c edp/noise.c edp/hostpair.c \
+	edp/hostid.c
 $(BUILD)/tests/noise_peer: $(NOISE_PEER_SRC) edp/noise.h
 	$(call quiet,CC,$@)
 	$(Q)mkdir -p $(@D)

@@ -78,8 +78,10 @@ void hostauth_resend(struct rackd *d, struct conn *c)
 		memcpy(m.key, hs->out + i * EDP_HS_FRAG,
 		       i + 1 < frags ? EDP_HS_FRAG
 				     : hs->out_len - i * EDP_HS_FRAG);
-		if (channel_send(d, c, &m) == 0)
+		if (channel_send(d, c, &m) == 0) {
 			c->edp->sent++;
+			d->edp.setup_msgs_out++;
+		}
 	}
 	d->edp.hs_sent++;
 }
@@ -261,8 +263,9 @@ static void finish(struct rackd *d, struct conn *c)
 	sodium_memzero(secret, sizeof(secret));
 }
 
-/* The peer's complete message HS->in_msg: read it, answer it. */
-static enum hostauth_result hs_read(struct rackd *d, struct conn *c)
+/* The peer's complete message INDEX (1 to 3): read it, answer it. */
+static enum hostauth_result hs_read(struct rackd *d, struct conn *c,
+				    uint8_t index)
 {
 	struct hs_state *hs = c->edp->hs;
 	uint8_t payload[HOSTAUTH_ROTATION_LEN];
@@ -279,7 +282,7 @@ static enum hostauth_result hs_read(struct rackd *d, struct conn *c)
 	 * static key in message 3. A wrong one is counted and ignored. */
 	if (rs && plen == HOSTAUTH_ROTATION_LEN) {
 		const uint8_t *proof = payload + EDP_HOST_KEY_LEN;
-		int err = hs->in_msg == 2
+		int err = index == 2
 			? noise_hs_rotation_verify(&hs->noise, payload, rs, proof)
 			: edp_rotation_verify(d->hostkey.sk, payload, rs, proof);
 
@@ -303,7 +306,7 @@ static enum hostauth_result hs_read(struct rackd *d, struct conn *c)
 		finish(d, c);
 		return HOSTAUTH_DONE;
 	}
-	if (hs->in_msg == 1) {
+	if (index == 1) {
 		hs->expect = 3;
 		return hs_write(d, c, 2) ? HOSTAUTH_FAILED : HOSTAUTH_ANSWERED;
 	}
@@ -362,5 +365,5 @@ enum hostauth_result hostauth_input(struct rackd *d, struct conn *c,
 		return HOSTAUTH_MORE;
 	hs->in_have = 0;
 	hs->in_msg = 0;
-	return hs_read(d, c);
+	return hs_read(d, c, m->hs_msg);
 }

@@ -52,6 +52,7 @@ static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 		return;
 	}
 	e->sent++;
+	d->edp.setup_msgs_out++;
 }
 
 static void setup_retry(struct timer *t, void *arg)
