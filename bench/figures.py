@@ -330,20 +330,43 @@ def connect(bench):
         rows.append(row(f"plain client -> {label} (connect p50)",
                         v["plain"], v[label], better="lower"))
 
+    setup_msgs = []
+
     def rate(mode):
         if mode == "plain":
             bench.plain()
-        else:
-            bench.racks()
-        return client(rate_count, "rate")["per_second"]
+            return client(rate_count, "rate")["per_second"]
+        rackds = bench.racks()
+        before = [r.status() for r in rackds]
+        per_second = client(rate_count, "rate")["per_second"]
+        after = [r.status() for r in rackds]
+        # Set-up messages each end sent per connection set up, and how
+        # the keys were made (the first between two hosts: a handshake).
+        setup_msgs.append({
+            "client": (after[0]["edp_setup_msgs_out"] -
+                       before[0]["edp_setup_msgs_out"]) /
+            max(1, after[0]["edp_setup_ok"] - before[0]["edp_setup_ok"]),
+            "server": (after[1]["edp_setup_msgs_out"] -
+                       before[1]["edp_setup_msgs_out"]) /
+            max(1, after[1]["edp_setup_ok"] - before[1]["edp_setup_ok"]),
+            "derived": after[0]["edp_keyed_derived"] -
+            before[0]["edp_keyed_derived"],
+            "set_up": after[0]["edp_setup_ok"] - before[0]["edp_setup_ok"]})
+        return per_second
     r = bench.alternate(runs, ["plain", "racks"], rate)
     rows.append(row("racks <-> racks, connections/s sustained", r["plain"],
                     r["racks"]))
+    msgs_note = "Set-up messages per connection (racks <-> racks, rate " \
+        "runs): " + "; ".join(
+            f"client {m['client']:.2f}, server {m['server']:.2f}, "
+            f"{m['derived']} of {m['set_up']} keys derived"
+            for m in setup_msgs)
     bench.plain()
     return {"name": "connect", "title": "Connection set-up (connect() until "
             f"it returns; {count} per run, 2 ms apart)", "unit": "µs or /s",
             "runs": runs, "rows": rows,
-            "notes": ["The floor row is the least a handshake carrying an "
+            "notes": [msgs_note,
+                      "The floor row is the least a handshake carrying an "
                       "option exchange through NFQUEUE can cost on this "
                       "kernel: no rackd, each SYN and SYN-ACK makes its "
                       "four trips through user space and is accepted "

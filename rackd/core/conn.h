@@ -260,6 +260,14 @@ const char *conn_migration_name(enum conn_migration m);
 void conn_log(const struct conn *c, const char *what);
 const char *conn_state_name(enum conn_state state);
 const char *conn_peer_name(enum conn_peer peer);
+/* Left unmanaged because trust refused the peer host (never adopted). */
+static inline bool conn_trust_refused(const struct conn *c)
+{
+	return c->unmanaged == UNMANAGED_HOST_KEY_MISMATCH ||
+	       c->unmanaged == UNMANAGED_HOST_NOT_PINNED ||
+	       c->unmanaged == UNMANAGED_ANONYMOUS_REFUSED;
+}
+
 /* NULL for UNMANAGED_NO. */
 const char *conn_unmanaged_name(enum conn_unmanaged why);
 const char *conn_dir_name(enum conn_dir dir);

@@ -555,8 +555,11 @@ static uint32_t adopt_input(struct rackd *d, struct conn *c,
 		}
 		return NF_DROP;
 	} else if (!c->adopt) {
+		/* A host its trust refused is never adopted: that would
+		 * only run the refused handshake again. */
 		bool again = c->state == CONN_RELEASED &&
-			     c->adoptions < ADOPT_TRIES;
+			     c->adoptions < ADOPT_TRIES &&
+			     !conn_trust_refused(c);
 		bool unfinished = (c->state == CONN_HANDSHAKE ||
 				   c->state == CONN_SETUP) &&
 				  c->adoptions < ADOPT_TRIES;

@@ -136,6 +136,12 @@ static void track_expire(struct timer *t, void *arg)
 	}
 	if (c->state == CONN_SETUP) {
 		d->edp.setup_failed++;
+		/* Refused by trust (the peer offered only an anonymous
+		 * exchange): said as such, and not adopted. */
+		if (conn_trust_refused(c)) {
+			setup_release(d, c, conn_unmanaged_name(c->unmanaged));
+			return;
+		}
 		c->unmanaged = UNMANAGED_SETUP_TIMEOUT;
 		setup_release(d, c, "set-up timed out: released");
 		adopt_released(d, c);

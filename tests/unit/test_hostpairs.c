@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Host pairs (rackd/core/hostpairs.c) and their file
+ * (rackd/persist/hostpairs_file.c): at most two per peer, the newer one
+ * offered and the older one kept for SYNs in flight, found by id, by
+ * peer and by address; aging; the file round trip, its mode, and a
+ * malformed file refused whole.
+ */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <errno.h>
+
+#include "hostpair.h"
+#include "hostpairs.h"
+#include "hostpairs_file.h"
+#include "unit.h"
+
+static char dir[64], path[128];
+
+static void key(uint8_t out[32], uint8_t fill)
+{
+	memset(out, fill, 32);
+}
+
+TEST(at_most_two_per_peer_newest_offered)
+{
+	struct host_pairs hp;
+	uint8_t peer[32], other[32], s1[32], s2[32], s3[32], so[32];
+	struct host_pair *a, *b, *c;
+
+	host_pairs_init(&hp);
+	key(peer, 1);
+	key(other, 2);
+	key(s1, 11);
+	key(s2, 12);
+	key(s3, 13);
+	key(so, 14);
+	a = host_pairs_add(&hp, peer, s1, 100);
+	CHECK(a->id == edp_hostpair_id(s1) && a->id != 0);
+	CHECK(host_pair_offerable(a, 100, 86400, 10));
+	host_pairs_add(&hp, other, so, 100);
+	b = host_pairs_add(&hp, peer, s2, 200);
+	/* The older one is retired but still found by its id. */
+	CHECK(a->retired && !b->retired);
+	CHECK(host_pairs_by_id(&hp, a->id) == a);
+	CHECK(host_pairs_of(&hp, peer) == b);
+	CHECK_EQ_INT(hp.count, 3);
+	c = host_pairs_add(&hp, peer, s3, 300);
+	/* Three for one peer: the oldest goes. */
+	CHECK_EQ_INT(hp.count, 3);
+	CHECK(host_pairs_by_id(&hp, edp_hostpair_id(s1)) == NULL);
+	CHECK(host_pairs_of(&hp, other) != NULL);
+	CHECK(host_pairs_of(&hp, peer) == c);
+	CHECK(b->retired);
+	host_pairs_forget(&hp, peer);
+	CHECK_EQ_INT(hp.count, 1);
+	CHECK(host_pairs_of(&hp, peer) == NULL);
+	CHECK(host_pairs_by_id(&hp, 0) == NULL);
+	host_pairs_clear(&hp);
+	CHECK_EQ_INT(hp.count, 0);
+}
+
+TEST(aging)
+{
+	struct host_pair h = { .created = 1000, .conns = 5 };
+
+	CHECK(host_pair_offerable(&h, 1000, 60, 6));
+	CHECK(!host_pair_offerable(&h, 1060, 60, 6));	/* lifetime */
+	CHECK(!host_pair_offerable(&h, 1000, 60, 5));	/* connections */
+	CHECK(!host_pair_offerable(&h, 999, 60, 6));	/* clock went back */
+	h.retired = true;
+	CHECK(!host_pair_offerable(&h, 1000, 60, 6));
+}
+
+TEST(found_by_the_address_last_met)
+{
+	struct host_pairs hp;
+	uint8_t peer[32], s[32];
+	struct host_pair *h;
+	struct prefix p;
+
+	host_pairs_init(&hp);
+	key(peer, 3);
+	key(s, 4);
+	h = host_pairs_add(&hp, peer, s, 1);
+	CHECK(prefix_parse("fd00::7", &p) == 0);
+	CHECK(host_pairs_at(&hp, &p.addr) == NULL);	/* not met yet */
+	h->peer_addr = p.addr;
+	h->have_addr = true;
+	CHECK(host_pairs_at(&hp, &p.addr) == h);
+	host_pairs_clear(&hp);
+}
+
+TEST(file_round_trip)
+{
+	struct host_pairs hp, back;
+	uint8_t peer[32], s1[32], s2[32];
+	struct host_pair *h;
+	struct stat st;
+	char err[256] = "";
+	struct prefix p;
+
+	host_pairs_init(&hp);
+	host_pairs_init(&back);
+	key(peer, 5);
+	key(s1, 6);
+	key(s2, 7);
+	host_pairs_add(&hp, peer, s1, 10);
+	h = host_pairs_add(&hp, peer, s2, 20);
+	h->conns = 42;
+	CHECK(prefix_parse("10.1.2.3", &p) == 0);
+	h->peer_addr = p.addr;
+	h->have_addr = true;
+	CHECK(hp.dirty);
+	CHECK_EQ_INT(hostpairs_file_save(path, &hp), 0);
+	CHECK(!hp.dirty);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+	CHECK_EQ_INT(hostpairs_file_load(path, &back, err, sizeof(err)), 0);
+	CHECK_EQ_INT(back.count, 2);
+	/* Newest first, as saved; every field back. */
+	CHECK(back.head->id == h->id && back.head->conns == 42 &&
+	      back.head->created == 20 && !back.head->retired);
+	CHECK(back.head->have_addr &&
+	      addr_equal(&back.head->peer_addr, &p.addr));
+	CHECK(!memcmp(back.head->secret, s2, 32));
+	CHECK(back.head->next->retired);
+	CHECK(host_pairs_of(&back, peer) == back.head);
+	host_pairs_clear(&hp);
+	host_pairs_clear(&back);
+}
+
+TEST(malformed_file_refused_whole)
+{
+	static const char *const bad[] = {
+		"pair id=1\n",
+		"pair id=zz peer=00 secret=00 created=1 conns=0 retired=0\n",
+		"nonsense\n",
+	};
+	struct host_pairs hp;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *f = fopen(path, "w");
+
+		fputs("# comment\n", f);
+		fputs(bad[i], f);
+		fclose(f);
+		host_pairs_init(&hp);
+		err[0] = '\0';
+		CHECK_EQ_INT(hostpairs_file_load(path, &hp, err, sizeof(err)),
+			     -EINVAL);
+		CHECK(strstr(err, ":2:") != NULL);
+		CHECK_EQ_INT(hp.count, 0);
+	}
+	/* None at all: empty, no error. */
+	remove(path);
+	CHECK_EQ_INT(hostpairs_file_load(path, &hp, err, sizeof(err)), 0);
+	CHECK_EQ_INT(hp.count, 0);
+}
+
+TEST(path_beside_the_state)
+{
+	char out[64];
+
+	CHECK_EQ_INT(hostpairs_file_path("/var/lib/racks/state", out,
+					 sizeof(out)), 0);
+	CHECK(!strcmp(out, "/var/lib/racks/hostpairs"));
+	CHECK_EQ_INT(hostpairs_file_path("state", out, sizeof(out)), 0);
+	CHECK(!strcmp(out, "hostpairs"));
+	CHECK(hostpairs_file_path("/a/very/long/path/state", out, 8) < 0);
+}
+
+static const struct unit_test tests[] = {
+	UNIT(at_most_two_per_peer_newest_offered),
+	UNIT(aging),
+	UNIT(found_by_the_address_last_met),
+	UNIT(file_round_trip),
+	UNIT(malformed_file_refused_whole),
+	UNIT(path_beside_the_state),
+};
+
+static int run(void)
+{
+	int failed;
+
+	if (sodium_init() < 0)
+		abort();
+	snprintf(dir, sizeof(dir), "/tmp/racks-hostpairs-XXXXXX");
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(path, sizeof(path), "%s/hostpairs", dir);
+	failed = unit_run(tests, sizeof(tests) / sizeof(tests[0]), "hostpairs");
+	remove(path);
+	rmdir(dir);
+	return failed;
+}
+
+int main(void)
+{
+	return run() ? 1 : 0;
+}
