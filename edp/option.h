@@ -158,6 +158,9 @@ struct edp_msg {
 };
 
 #define EDP_ADOPT_AGREED 0x01
+/* SYN, SYN-ACK flag: the sender speaks host keys (always set; the one
+ * sign of it in the short form, when a SYN has no room for more). */
+#define EDP_OFFER_HOSTKEYS 0x01
 
 /* Heartbeats, reconnections, migrations: conn id, counter and MAC. */
 static inline int edp_type_numbered(uint8_t type)

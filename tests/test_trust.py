@@ -10,7 +10,7 @@ host key changed is left unmanaged with host_key_mismatch, and the bytes
 still flow, plain.
 """
 
-import shutil
+import ipaddress
 
 import pytest
 
@@ -237,3 +237,104 @@ def test_a_thousand_connections_between_known_hosts_are_derived(topo):
         # One message each, and few retransmissions at most.
         assert 1000 <= sent <= 1100, (side, sent)
     print(f"\n1,000 derived: {states}")
+
+
+# --- an active attacker in the middle ----------------------------------------
+
+RELAY = r"""
+import socket, sys, threading
+listen, target, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((listen, port))
+srv.listen(8)
+print("READY", flush=True)
+def pump(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+while True:
+    c, _ = srv.accept()
+    u = socket.create_connection((target, port))
+    print("RELAYING", flush=True)
+    threading.Thread(target=pump, args=(c, u), daemon=True).start()
+    threading.Thread(target=pump, args=(u, c), daemon=True).start()
+"""
+
+
+def man_in_the_middle(topo, config_c=None):
+    """C, an attacker's host with its own rackd, takes over B's address on
+    the path: R routes B's address to C, which holds it on lo and relays
+    every connection to B's other address (10.71.2.3, added to B), running
+    its own set-up with each end. Returns C's rackd; the relay runs until
+    the topology ends."""
+    c = topo.add_host("c")
+    b4 = topo.addr["b"]["v4"]
+    other = str(ipaddress.ip_address(b4) + 1)
+    topo.b.ip("addr", "add", f"{other}/24", "dev", "eth0")
+    c.ip("addr", "add", f"{b4}/32", "dev", "lo")
+    rc = topo.start_rackd("c", config=config_c)
+    relay = c.popen([testbed.PYTHON, "-c", RELAY, b4, other, str(PORT)])
+    assert testbed.read_line(relay, 10, "relay") == "READY"
+    topo.r.ip("route", "add", f"{b4}/32", "via", topo.addr["c"]["v4"])
+    # The path really goes through C now.
+    routes = topo.r.ip("route", "get", b4).stdout
+    assert topo.addr["c"]["v4"] in routes, routes
+    return rc, relay
+
+
+def test_an_attacker_in_the_middle_is_refused_by_a_client_that_knew_b(topo):
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    server, client = transfer(topo, port=PORT)
+    sa = settled(ra, PORT)
+    check(server, client)
+    assert sa["peer_host"] == fingerprint(rb)
+
+    rc, relay = man_in_the_middle(topo)
+    server, client = transfer(topo, port=PORT)
+    assert testbed.read_line(relay, 10, "relay") == "RELAYING"
+    sa = settled(ra, PORT, timeout=15)
+    # The transfer is unharmed, and plain between A and C.
+    check(server, client)
+    assert sa["unmanaged"] == "host_key_mismatch", sa
+    assert "conn_id" not in sa and sa["state"] != "connected", sa
+    line = next(ln for ln in ra.log().splitlines()
+                if "HOST KEY MISMATCH" in ln)
+    assert fingerprint(rb) in line and fingerprint(rc) in line, line
+    # C never shared a key with A: nothing of A's can be moved by it.
+    assert ra.status()["edp_keyed_exchange"] == 1
+    assert ra.status()["reconnects_accepted"] == 0
+
+
+def test_an_attacker_in_the_middle_is_refused_by_a_pinning_client(topo):
+    ra = topo.start_rackd("a", config="trust = pinned\n")
+    rb = topo.start_rackd("b")
+    ra.ctl("hosts", "add", public_key(rb), "b", "--pin")
+    rc, relay = man_in_the_middle(topo)
+    server, client = transfer(topo, port=PORT)
+    sa = settled(ra, PORT, timeout=15)
+    check(server, client)
+    assert sa["unmanaged"] == "host_key_not_pinned", sa
+    assert ra.status()["edp_keyed_exchange"] == 0
+
+
+def test_an_attacker_in_the_middle_of_anonymous_hosts_goes_unseen(topo):
+    """What anonymous means: C's exchange with A works, and A is told only
+    that its key is anonymous (the fingerprints of A's and B's ends differ,
+    which nothing compares for them)."""
+    conf = "trust = anonymous\n"
+    ra = topo.start_rackd("a", config=conf)
+    rb = topo.start_rackd("b", config=conf)
+    rc, relay = man_in_the_middle(topo, config_c=conf)
+    server, client = transfer(topo, port=PORT)
+    sa = settled(ra, PORT, timeout=15)
+    check(server, client)
+    assert sa["state"] == "connected" and sa["key_source"] == "anonymous"
+    sb = settled(rb, PORT)
+    assert sb["key_fingerprint"] != sa["key_fingerprint"]

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "addr.h"
@@ -136,11 +137,13 @@ struct conn {
 	uint8_t syns;		/* SYNs seen: only the first carries the option */
 	/* What the SYN and SYN-ACK carried in racks' option (option.h):
 	 * each end's nonce and host pair, ours sent and the peer's heard.
-	 * peer_long: the peer's had them (a rackd with host keys). */
+	 * peer_long: the peer speaks host keys (the long form, or the
+	 * short one with EDP_OFFER_HOSTKEYS). */
 	uint8_t nonce_local[8], nonce_remote[8];
 	uint32_t hp_sent, hp_heard;
 	bool peer_long;
 	bool offer_made;	/* nonce_local and hp_sent chosen */
+	bool offer_short;	/* ours had room for the short form only */
 	enum conn_unmanaged unmanaged;	/* why it was released */
 	enum conn_adoption adoption;
 	enum conn_unmanaged cause;	/* why adoption was needed */
@@ -260,6 +263,25 @@ const char *conn_migration_name(enum conn_migration m);
 void conn_log(const struct conn *c, const char *what);
 const char *conn_state_name(enum conn_state state);
 const char *conn_peer_name(enum conn_peer peer);
+/*
+ * The client's and the server's nonces of C's set-up, as both ends know
+ * them: those of its SYN and SYN-ACK, or zeroes for an adopted
+ * connection, whose offers one end may never have seen (set-up then
+ * runs the host handshake, whose ephemeral keys are fresh anyway).
+ */
+static inline void conn_setup_nonces(const struct conn *c, uint8_t nc[8],
+				     uint8_t ns[8])
+{
+	bool client = c->dir == CONN_OUTGOING;
+
+	memset(nc, 0, 8);
+	memset(ns, 0, 8);
+	if (c->adoption != ADOPTION_NONE)
+		return;
+	memcpy(nc, client ? c->nonce_local : c->nonce_remote, 8);
+	memcpy(ns, client ? c->nonce_remote : c->nonce_local, 8);
+}
+
 /* Left unmanaged because trust refused the peer host (never adopted). */
 static inline bool conn_trust_refused(const struct conn *c)
 {

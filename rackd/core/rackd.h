@@ -102,6 +102,7 @@ struct rackd_edp_stats {
 	uint64_t hs_started, hs_done, hs_sent, hs_received, hs_bad;
 	uint64_t hs_mismatch, hs_not_pinned, anonymous_refused;
 	uint64_t hs_rotated, hs_bad_rotation;
+	uint64_t hs_late;		/* fragments after set-up: ignored */
 	uint64_t hostpair_bad_mac;	/* derived CONFIRM refused: rekeyed */
 };
 

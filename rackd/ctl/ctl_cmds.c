@@ -85,6 +85,9 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_hs_sent", e->hs_sent);
 	put_u64(out, "edp_hs_received", e->hs_received);
 	put_u64(out, "edp_hs_bad", e->hs_bad);
+	put_u64(out, "edp_hs_late", e->hs_late);
+	put_u64(out, "edp_hs_rotated", e->hs_rotated);
+	put_u64(out, "edp_hs_bad_rotation", e->hs_bad_rotation);
 	put_u64(out, "edp_hs_mismatch", e->hs_mismatch);
 	put_u64(out, "edp_hs_not_pinned", e->hs_not_pinned);
 	put_u64(out, "edp_anonymous_refused", e->anonymous_refused);

@@ -28,15 +28,12 @@ static void put_u32(uint8_t *p, uint32_t v)
 /* The connection the handshake rides on: what its prologue binds. */
 static size_t prologue(const struct conn *c, uint8_t *out)
 {
-	const uint8_t *nc = conn_is_client(c) ? c->nonce_local : c->nonce_remote;
-	const uint8_t *ns = conn_is_client(c) ? c->nonce_remote : c->nonce_local;
 	size_t n = sizeof(PROLOGUE_LABEL) - 1;
 
 	memcpy(out, PROLOGUE_LABEL, n);
 	put_u32(out + n, c->edp->t.isn_client);
 	put_u32(out + n + 4, c->edp->t.isn_server);
-	memcpy(out + n + 8, nc, EDP_NONCE_LEN);
-	memcpy(out + n + 8 + EDP_NONCE_LEN, ns, EDP_NONCE_LEN);
+	conn_setup_nonces(c, out + n + 8, out + n + 8 + EDP_NONCE_LEN);
 	return n + 8 + 2 * EDP_NONCE_LEN;
 }
 

@@ -105,10 +105,7 @@ static void key_from_pair(struct rackd *d, struct conn *c,
 	};
 	bool client = conn_is_client(c);
 
-	memcpy(t.nonce_client, client ? c->nonce_local : c->nonce_remote,
-	       EDP_NONCE_LEN);
-	memcpy(t.nonce_server, client ? c->nonce_remote : c->nonce_local,
-	       EDP_NONCE_LEN);
+	conn_setup_nonces(c, t.nonce_client, t.nonce_server);
 	edp_conn_key(h->secret, &t, e->key);
 	memcpy(e->peer_host, h->peer_pk, sizeof(e->peer_host));
 	e->have_peer_host = true;
@@ -148,8 +145,10 @@ static void client_begin(struct rackd *d, struct conn *c)
 
 	e->retry_ms = SETUP_RETRY_MS;
 	loop_timer_arm(d->loop, &e->retry, e->retry_ms);
-	if (anonymous || !c->peer_long) {
-		/* A peer rackd from before host keys can only do this. */
+	if (anonymous || (!c->peer_long && c->adoption == ADOPTION_NONE)) {
+		/* A peer rackd from before host keys can only do this (an
+		 * adopted connection's handshake said nothing of the peer:
+		 * the host handshake is tried). */
 		e->source = KEY_SOURCE_ANONYMOUS;
 		if (!anonymous) {
 			d->edp.anonymous_refused++;
@@ -423,8 +422,9 @@ static void after_setup(struct rackd *d, struct conn *c,
 
 	switch (m->type) {
 	case EDP_HANDSHAKE:
-		/* A host handshake's late copy: it keyed nothing new. */
-		d->edp.duplicate++;
+		/* A host handshake's late copy, or a replay: its state is
+		 * gone, nothing can use it. */
+		d->edp.hs_late++;
 		return;
 	case EDP_KEY:
 		if (sodium_memcmp(peer, m->key, EDP_KEY_LEN) == 0)

@@ -227,8 +227,10 @@ static bool racks_option(struct rackd *d, struct conn *c,
 		d->edp.unexpected++;
 		return false;
 	}
-	/* The peer's nonce and host pair (setup.h): the first copy's. */
-	if (c && m.has_nonce && !c->peer_long) {
+	/* The peer's nonce and host pair (setup.h): the first copy's. A
+	 * short option speaks host keys by its flag (no room for more). */
+	if (c && (m.has_nonce || (m.flags & EDP_OFFER_HOSTKEYS)) &&
+	    !c->peer_long) {
 		c->peer_long = true;
 		c->hp_heard = m.hp_id;
 		memcpy(c->nonce_remote, m.nonce, EDP_NONCE_LEN);
@@ -305,9 +307,11 @@ static bool verdict_offered(struct rackd *d, struct conn *c,
 			    const struct packet *p, uint8_t type)
 {
 	struct edp_msg m = { .version = EDP_VERSION, .type = type,
-			     .has_nonce = 1 };
+			     .flags = EDP_OFFER_HOSTKEYS,
+			     .has_nonce = !c->offer_short };
 	uint8_t opt[EDP_OFFER_SIZE];
 	size_t optlen;
+	int len;
 
 	if (!c->offer_made) {
 		randombytes_buf(c->nonce_local, EDP_NONCE_LEN);
@@ -317,9 +321,20 @@ static bool verdict_offered(struct rackd *d, struct conn *c,
 	m.hp_id = c->hp_sent;
 	memcpy(m.nonce, c->nonce_local, EDP_NONCE_LEN);
 	optlen = edp_option_build(&m, opt, sizeof(opt));
-	int len = rewrite_add_option(p, opt, optlen, rewrite_buf,
-				     sizeof(rewrite_buf));
-
+	len = rewrite_add_option(p, opt, optlen, rewrite_buf,
+				 sizeof(rewrite_buf));
+	if (len < 0 && !c->offer_short) {
+		/* No room for 20 bytes (a TCP-MD5 signature leaves 8): the
+		 * short form, which says host keys by its flag; no nonce,
+		 * no host pair: the host handshake keys the connection. */
+		c->offer_short = true;
+		c->hp_sent = 0;
+		sodium_memzero(c->nonce_local, EDP_NONCE_LEN);
+		m.has_nonce = 0;
+		optlen = edp_option_build(&m, opt, sizeof(opt));
+		len = rewrite_add_option(p, opt, optlen, rewrite_buf,
+					 sizeof(rewrite_buf));
+	}
 	if (len < 0)
 		return false;
 	queue_verdict_replace(q, qp->id, rewrite_buf, (size_t)len);
