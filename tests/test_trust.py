@@ -49,8 +49,11 @@ def settled(rackd, port, timeout=10):
     """rackd's entry (show) for the connection on port, once it is
     connected or left unmanaged."""
     def done():
-        for c in racks.conns_between(rackd, remote_port=port) + \
-                racks.conns_between(rackd, local_port=port):
+        # The newest: an earlier connection on the port may linger (its
+        # socket in TIME_WAIT until the next sweep).
+        conns = racks.conns_between(rackd, remote_port=port) + \
+            racks.conns_between(rackd, local_port=port)
+        for c in sorted(conns, key=lambda c: -c["id"])[:1]:
             if c["state"] == "connected" or c.get("unmanaged"):
                 return rackd.ctl_json("show", str(c["id"]))
         return None
@@ -212,8 +215,15 @@ def test_anonymous_offer_is_refused_where_trust_is_not(topo):
 
 
 @pytest.mark.bulk
-def test_a_thousand_connections_between_known_hosts_are_derived(topo):
-    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+@pytest.mark.parametrize("rekey", [False, True], ids=["derived", "rekeyed"])
+def test_a_thousand_connections_between_known_hosts(topo, rekey):
+    """1,000 connections between two hosts that met: every key derived,
+    one set-up message each way. With hostpair_max_connections = 300 the
+    host pair is renewed in the middle of them (a new handshake when it
+    is used up) and every connection still keys and echoes."""
+    conf = "hostpair_max_connections = 300\n" if rekey else None
+    ra = topo.start_rackd("a", config=conf)
+    rb = topo.start_rackd("b", config=conf)
     server, client = transfer(topo, port=PORT)
     check(server, client)
     before = {s: r.status() for s, r in (("a", ra), ("b", rb))}
@@ -223,20 +233,38 @@ def test_a_thousand_connections_between_known_hosts_are_derived(topo):
         states = testbed.wait_until(
             lambda: (lambda s: s if s.get("connected") == 1000 else None)(
                 racks.fleet_states(ra, PORT + 1)), 60,
-            "1,000 connected on A")
+            lambda: f"1,000 connected on A: "
+                    f"{racks.fleet_states(ra, PORT + 1)}")
         echoed = fleet.echo()
         assert echoed["ok"] == 1000, echoed
     finally:
         fleet.close()
+    counts = {}
     for side, r in (("a", ra), ("b", rb)):
         st = r.status()
-        assert st["edp_keyed_derived"] - before[side]["edp_keyed_derived"] \
-            == 1000, (side, st)
-        assert st["edp_hs_started"] == before[side]["edp_hs_started"]
-        sent = st["edp_setup_msgs_out"] - before[side]["edp_setup_msgs_out"]
-        # One message each, and few retransmissions at most.
-        assert 1000 <= sent <= 1100, (side, sent)
-    print(f"\n1,000 derived: {states}")
+        d = {k: st[k] - before[side][k] for k in
+             ("edp_keyed_derived", "edp_keyed_exchange", "edp_hs_started",
+              "edp_setup_msgs_out", "edp_bad_mac", "edp_setup_failed")}
+        counts[side] = d
+        assert d["edp_keyed_derived"] + d["edp_keyed_exchange"] == 1000, d
+        assert d["edp_bad_mac"] == 0 and d["edp_setup_failed"] == 0, d
+        if not rekey:
+            assert d["edp_keyed_derived"] == 1000, (side, d)
+            assert d["edp_hs_started"] == 0, (side, d)
+            # One message each, and few retransmissions at most.
+            assert 1000 <= d["edp_setup_msgs_out"] <= 1100, (side, d)
+        else:
+            # The pair used up after 300 connections: one connection
+            # renews it with a handshake while the others go on deriving
+            # (up to twice the limit), then derive from the new pair.
+            assert 1 <= d["edp_keyed_exchange"] <= 5, (side, d)
+            assert d["edp_keyed_derived"] >= 995, (side, d)
+    if rekey:
+        assert 1 <= counts["a"]["edp_hs_started"] <= 5
+        pairs = (rb.dir / "hostpairs").read_text()
+        assert pairs.count("retired=1") >= 1, pairs
+    print(f"\n1,000 between known hosts{' (rekeyed)' if rekey else ''}: "
+          f"{states}; {counts}")
 
 
 # --- an active attacker in the middle ----------------------------------------
@@ -334,7 +362,8 @@ def test_an_attacker_in_the_middle_of_anonymous_hosts_goes_unseen(topo):
     rc, relay = man_in_the_middle(topo, config_c=conf)
     server, client = transfer(topo, port=PORT)
     sa = settled(ra, PORT, timeout=15)
+    sb = settled(rb, PORT)
     check(server, client)
     assert sa["state"] == "connected" and sa["key_source"] == "anonymous"
-    sb = settled(rb, PORT)
     assert sb["key_fingerprint"] != sa["key_fingerprint"]
+    assert sb["remote"].startswith(topo.addr["c"]["v4"] + ":"), sb

@@ -432,3 +432,15 @@ const char *conn_tcp_state_name(uint8_t tcp_state)
 	return tcp_state < sizeof(names) / sizeof(names[0]) ? names[tcp_state]
 							   : "unknown";
 }
+
+void conn_setup_nonces(const struct conn *c, uint8_t nc[8], uint8_t ns[8])
+{
+	bool client = c->dir == CONN_OUTGOING;
+
+	memset(nc, 0, 8);
+	memset(ns, 0, 8);
+	if (c->adoption != ADOPTION_NONE)
+		return;
+	memcpy(nc, client ? c->nonce_local : c->nonce_remote, 8);
+	memcpy(ns, client ? c->nonce_remote : c->nonce_local, 8);
+}

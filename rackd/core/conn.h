@@ -10,7 +10,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 #include <time.h>
 
 #include "addr.h"
@@ -269,18 +268,7 @@ const char *conn_peer_name(enum conn_peer peer);
  * connection, whose offers one end may never have seen (set-up then
  * runs the host handshake, whose ephemeral keys are fresh anyway).
  */
-static inline void conn_setup_nonces(const struct conn *c, uint8_t nc[8],
-				     uint8_t ns[8])
-{
-	bool client = c->dir == CONN_OUTGOING;
-
-	memset(nc, 0, 8);
-	memset(ns, 0, 8);
-	if (c->adoption != ADOPTION_NONE)
-		return;
-	memcpy(nc, client ? c->nonce_local : c->nonce_remote, 8);
-	memcpy(ns, client ? c->nonce_remote : c->nonce_local, 8);
-}
+void conn_setup_nonces(const struct conn *c, uint8_t nc[8], uint8_t ns[8]);
 
 /* Left unmanaged because trust refused the peer host (never adopted). */
 static inline bool conn_trust_refused(const struct conn *c)

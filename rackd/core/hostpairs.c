@@ -42,9 +42,27 @@ struct host_pair *host_pairs_at(const struct host_pairs *hp,
 				const struct addr *addr)
 {
 	for (struct host_pair *h = hp->head; h; h = h->next)
-		if (h->have_addr && addr_equal(&h->peer_addr, addr))
+		if (h->have_addr && !h->retired &&
+		    addr_equal(&h->peer_addr, addr))
 			return h;
 	return NULL;
+}
+
+void host_pairs_confirm(struct host_pairs *hp, struct host_pair *h,
+			const struct addr *addr)
+{
+	if (!h->have_addr || !addr_equal(&h->peer_addr, addr)) {
+		h->peer_addr = *addr;
+		h->have_addr = true;
+		hp->dirty = true;
+	}
+	/* Older ones follow it in the list (new ones go to the head). */
+	for (struct host_pair *o = h->next; o; o = o->next)
+		if (!o->retired &&
+		    !sodium_memcmp(o->peer_pk, h->peer_pk, HOSTPAIR_KEY_LEN)) {
+			o->retired = true;
+			hp->dirty = true;
+		}
 }
 
 struct host_pair *host_pairs_of(const struct host_pairs *hp,
@@ -70,13 +88,12 @@ struct host_pair *host_pairs_add(struct host_pairs *hp,
 	memcpy(h->secret, secret, HOSTPAIR_KEY_LEN);
 	h->id = edp_hostpair_id(secret);
 	h->created = created;
-	/* The one it replaces stays for the SYNs in flight that named it. */
+	/* The ones it will replace stay, offered until it is confirmed
+	 * (host_pairs_confirm), then for the SYNs in flight that named
+	 * them: at most HOSTPAIR_PER_PEER in all. */
 	for (link = &hp->head; *link;) {
 		if (sodium_memcmp((*link)->peer_pk, peer_pk, HOSTPAIR_KEY_LEN) ||
-		    ++same < 2) {
-			if (!sodium_memcmp((*link)->peer_pk, peer_pk,
-					   HOSTPAIR_KEY_LEN))
-				(*link)->retired = true;
+		    ++same < HOSTPAIR_PER_PEER) {
 			link = &(*link)->next;
 			continue;
 		}
@@ -121,6 +138,23 @@ void host_pairs_forget(struct host_pairs *hp,
 		else
 			link = &(*link)->next;
 	}
+}
+
+bool host_pair_offer(struct host_pair *h, int64_t now, uint64_t lifetime_s,
+		     uint64_t max_conns)
+{
+	if (h->retired)
+		return false;
+	if (host_pair_offerable(h, now, lifetime_s, max_conns))
+		return true;
+	if (!h->renew_started || now - h->renew_started >=
+	    HOSTPAIR_RENEW_WAIT_S || now < h->renew_started) {
+		h->renew_started = now;
+		return false;	/* this one renews it */
+	}
+	/* Renewing: named still, whatever its count, while young enough;
+	 * a renewal that does not come is tried again after a while. */
+	return host_pair_offerable(h, now, 2 * lifetime_s, UINT64_MAX);
 }
 
 bool host_pair_offerable(const struct host_pair *h, int64_t now,

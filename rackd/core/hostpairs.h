@@ -24,6 +24,7 @@
 
 #define HOSTPAIR_KEY_LEN 32
 #define HOSTPAIR_MAX 65536
+#define HOSTPAIR_PER_PEER 3	/* the newest and the ones it replaced */
 
 struct host_pair {
 	uint8_t peer_pk[HOSTPAIR_KEY_LEN];	/* the peer host's static key */
@@ -32,6 +33,10 @@ struct host_pair {
 	int64_t created;	/* unix seconds */
 	uint64_t conns;		/* connections keyed from it */
 	bool retired;		/* not offered any more: rekey */
+	/* Used up (age, connections): one connection renews it with a new
+	 * handshake, started then (unix s); the others go on deriving
+	 * until it is confirmed (host_pairs_confirm). */
+	int64_t renew_started;
 	/* Where the peer was last met (a client offers the host pair to
 	 * the address it connects to); unset until a set-up completes. */
 	bool have_addr;
@@ -50,8 +55,8 @@ void host_pairs_init(struct host_pairs *hp);
 void host_pairs_clear(struct host_pairs *hp);
 
 struct host_pair *host_pairs_by_id(const struct host_pairs *hp, uint32_t id);
-/* The newest host pair that last met its peer at ADDR; NULL if none.
- * (A scan: host pairs are few, one or two per peer host.) */
+/* The newest host pair, not retired, whose set-up completed with its peer
+ * at ADDR; NULL if none. (A scan: host pairs are few, a few per peer.) */
 struct host_pair *host_pairs_at(const struct host_pairs *hp,
 				const struct addr *addr);
 /* The newest host pair with PEER_PK, retired or not; NULL if none. */
@@ -66,6 +71,15 @@ struct host_pair *host_pairs_add(struct host_pairs *hp,
 				 const uint8_t peer_pk[HOSTPAIR_KEY_LEN],
 				 const uint8_t secret[HOSTPAIR_KEY_LEN],
 				 int64_t created);
+/*
+ * A connection keyed from H completed its set-up with the peer at ADDR:
+ * H is offered to that address from now on, and replaces the older host
+ * pairs of its peer (retired: named by no new SYN, still found by id for
+ * the SYNs in flight). Until then the older ones are offered: a client
+ * never names a host pair its peer may not have yet.
+ */
+void host_pairs_confirm(struct host_pairs *hp, struct host_pair *h,
+			const struct addr *addr);
 /* A host pair read back from a file (newest first there): appended as it
  * is, its id kept; NULL at HOSTPAIR_MAX. */
 struct host_pair *host_pairs_add_loaded(struct host_pairs *hp,
@@ -76,5 +90,19 @@ void host_pairs_forget(struct host_pairs *hp,
 /* May a new connection still be keyed from H (offered in a SYN)? */
 bool host_pair_offerable(const struct host_pair *h, int64_t now,
 			 uint64_t lifetime_s, uint64_t max_conns);
+
+#define HOSTPAIR_RENEW_WAIT_S 10	/* a renewal that long is retried */
+
+/*
+ * Whether a client's new connection names H (true) or renews it with a
+ * host handshake (false). A used-up host pair is renewed by one
+ * connection at a time: the others keep deriving from it, up to twice
+ * its age limit, until the new one exists, rather than all running a
+ * handshake at once (1,000 connections opened together would otherwise
+ * run 1,000): its connection limit is soft, its age limit is hard at
+ * twice its lifetime. A retired one is never named.
+ */
+bool host_pair_offer(struct host_pair *h, int64_t now, uint64_t lifetime_s,
+		     uint64_t max_conns);
 
 #endif

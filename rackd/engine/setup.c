@@ -221,11 +221,10 @@ static void setup_connected(struct rackd *d, struct conn *c)
 		struct host_pair *h = host_pairs_by_id(&d->host_pairs,
 						       e->hp_id);
 
-		/* Where the client offers it next time. */
-		if (h) {
-			h->peer_addr = c->remote.addr;
-			h->have_addr = true;
-		}
+		/* Where the client offers it next time; it replaces the
+		 * older ones. */
+		if (h)
+			host_pairs_confirm(&d->host_pairs, h, &c->remote.addr);
 	}
 	switch (e->source) {
 	case KEY_SOURCE_ANONYMOUS: d->edp.keyed_anonymous++; break;

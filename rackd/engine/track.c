@@ -255,9 +255,9 @@ static uint32_t offer_pair(struct rackd *d, const struct conn *c)
 		return 0;
 	if (conn_is_client(c)) {
 		h = host_pairs_at(&d->host_pairs, &c->remote.addr);
-		if (!h || !host_pair_offerable(h, (int64_t)time(NULL),
-					       d->cfg->hostpair_lifetime_ms / 1000,
-					       d->cfg->hostpair_max_connections))
+		if (!h || !host_pair_offer(h, (int64_t)time(NULL),
+					   d->cfg->hostpair_lifetime_ms / 1000,
+					   d->cfg->hostpair_max_connections))
 			return 0;
 	} else if (!c->peer_long ||
 		   !(h = host_pairs_by_id(&d->host_pairs, c->hp_heard))) {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Host pairs (rackd/core/hostpairs.c) and their file
- * (rackd/persist/hostpairs_file.c): at most two per peer, the newer one
- * offered and the older one kept for SYNs in flight, found by id, by
- * peer and by address; aging; the file round trip, its mode, and a
- * malformed file refused whole.
+ * (rackd/persist/hostpairs_file.c): a new one offered once confirmed, the
+ * ones it replaces retired then and kept for SYNs in flight, a few per
+ * peer; found by id, by peer and by address; aging and renewal by one
+ * connection; the file round trip, its mode, and a malformed file
+ * refused whole.
  */
 #include <sodium.h>
 #include <stdio.h>
@@ -26,42 +27,76 @@ static void key(uint8_t out[32], uint8_t fill)
 	memset(out, fill, 32);
 }
 
-TEST(at_most_two_per_peer_newest_offered)
+TEST(renewed_pairs_replace_the_old_once_confirmed)
 {
 	struct host_pairs hp;
-	uint8_t peer[32], other[32], s1[32], s2[32], s3[32], so[32];
-	struct host_pair *a, *b, *c;
+	uint8_t peer[32], other[32], s1[32], s2[32], s3[32], s4[32], so[32];
+	struct host_pair *a, *b, *d;
+	struct prefix p;
 
 	host_pairs_init(&hp);
+	CHECK(prefix_parse("10.0.0.9", &p) == 0);
 	key(peer, 1);
 	key(other, 2);
 	key(s1, 11);
 	key(s2, 12);
 	key(s3, 13);
+	key(s4, 15);
 	key(so, 14);
 	a = host_pairs_add(&hp, peer, s1, 100);
 	CHECK(a->id == edp_hostpair_id(s1) && a->id != 0);
-	CHECK(host_pair_offerable(a, 100, 86400, 10));
+	/* Not offered until a set-up with it completed. */
+	CHECK(host_pairs_at(&hp, &p.addr) == NULL);
+	host_pairs_confirm(&hp, a, &p.addr);
+	CHECK(host_pairs_at(&hp, &p.addr) == a);
 	host_pairs_add(&hp, other, so, 100);
 	b = host_pairs_add(&hp, peer, s2, 200);
-	/* The older one is retired but still found by its id. */
+	/* Made, not confirmed: the old one is still the one offered. */
+	CHECK(!a->retired && host_pairs_at(&hp, &p.addr) == a);
+	host_pairs_confirm(&hp, b, &p.addr);
 	CHECK(a->retired && !b->retired);
+	CHECK(host_pairs_at(&hp, &p.addr) == b);
+	/* Still found by id, for SYNs in flight that named it. */
 	CHECK(host_pairs_by_id(&hp, a->id) == a);
+	/* A late set-up derived from the old one retires nothing newer. */
+	host_pairs_confirm(&hp, a, &p.addr);
+	CHECK(!b->retired);
 	CHECK(host_pairs_of(&hp, peer) == b);
 	CHECK_EQ_INT(hp.count, 3);
-	c = host_pairs_add(&hp, peer, s3, 300);
-	/* Three for one peer: the oldest goes. */
-	CHECK_EQ_INT(hp.count, 3);
+	host_pairs_add(&hp, peer, s3, 300);
+	d = host_pairs_add(&hp, peer, s4, 400);
+	/* HOSTPAIR_PER_PEER for one peer: the oldest goes. */
+	CHECK_EQ_INT(hp.count, 4);
 	CHECK(host_pairs_by_id(&hp, edp_hostpair_id(s1)) == NULL);
 	CHECK(host_pairs_of(&hp, other) != NULL);
-	CHECK(host_pairs_of(&hp, peer) == c);
-	CHECK(b->retired);
+	CHECK(host_pairs_of(&hp, peer) == d);
 	host_pairs_forget(&hp, peer);
 	CHECK_EQ_INT(hp.count, 1);
 	CHECK(host_pairs_of(&hp, peer) == NULL);
 	CHECK(host_pairs_by_id(&hp, 0) == NULL);
 	host_pairs_clear(&hp);
 	CHECK_EQ_INT(hp.count, 0);
+}
+
+TEST(a_used_up_pair_is_renewed_by_one_connection)
+{
+	struct host_pair h = { .created = 1000, .conns = 10 };
+
+	/* Fresh: named. */
+	CHECK(host_pair_offer(&h, 1000, 60, 20));
+	/* Used up: the first asker renews it, the others keep naming it. */
+	CHECK(!host_pair_offer(&h, 1001, 60, 10));
+	CHECK(host_pair_offer(&h, 1001, 60, 10));
+	h.conns = 1000000;
+	CHECK(host_pair_offer(&h, 1002, 60, 10));
+	/* A renewal that did not come: tried again. */
+	CHECK(!host_pair_offer(&h, 1001 + HOSTPAIR_RENEW_WAIT_S, 60, 10));
+	/* Twice its lifetime: never named again. */
+	CHECK(!host_pair_offer(&h, 1120, 60, 10));
+	CHECK(!host_pair_offer(&h, 1120, 60, 10));
+	h.retired = true;
+	h.created = 2000;
+	CHECK(!host_pair_offer(&h, 2000, 60, 10));
 }
 
 TEST(aging)
@@ -113,8 +148,7 @@ TEST(file_round_trip)
 	h = host_pairs_add(&hp, peer, s2, 20);
 	h->conns = 42;
 	CHECK(prefix_parse("10.1.2.3", &p) == 0);
-	h->peer_addr = p.addr;
-	h->have_addr = true;
+	host_pairs_confirm(&hp, h, &p.addr);
 	CHECK(hp.dirty);
 	CHECK_EQ_INT(hostpairs_file_save(path, &hp), 0);
 	CHECK(!hp.dirty);
@@ -175,7 +209,8 @@ TEST(path_beside_the_state)
 }
 
 static const struct unit_test tests[] = {
-	UNIT(at_most_two_per_peer_newest_offered),
+	UNIT(renewed_pairs_replace_the_old_once_confirmed),
+	UNIT(a_used_up_pair_is_renewed_by_one_connection),
 	UNIT(aging),
 	UNIT(found_by_the_address_last_met),
 	UNIT(file_round_trip),
