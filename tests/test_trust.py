@@ -367,3 +367,40 @@ def test_an_attacker_in_the_middle_of_anonymous_hosts_goes_unseen(topo):
     assert sa["state"] == "connected" and sa["key_source"] == "anonymous"
     assert sb["key_fingerprint"] != sa["key_fingerprint"]
     assert sb["remote"].startswith(topo.addr["c"]["v4"] + ":"), sb
+
+
+def test_a_rotation_signed_by_the_old_key_is_accepted(topo):
+    """B rotates its host key (rackd --rotate-host-key, restart): A, which
+    knew the old key as "b", takes the new one in its place without a
+    prompt, name kept, because B proves it with the old key; a host that
+    merely shows another key is refused (test above)."""
+    ra, rb = topo.start_rackd("a"), topo.start_rackd("b")
+    ra.ctl("hosts", "add", public_key(rb), "b")
+    server, client = transfer(topo, port=PORT)
+    assert settled(ra, PORT)["key_source"] == "exchange"
+    check(server, client)
+    old = fingerprint(rb)
+    rb.stop()
+    out = topo.b.run([rb.binary, "--rotate-host-key", "-s",
+                      str(rb.state)]).stdout
+    assert "rotated" in out, out
+    assert (rb.dir / "hostkey.old").exists()
+    rb.start()
+    new = fingerprint(rb)
+    assert new != old
+    assert "host key rotated from " + old in rb.log()
+
+    server, client = transfer(topo, port=PORT + 1)
+    sa = settled(ra, PORT + 1, timeout=15)
+    check(server, client)
+    assert sa["state"] == "connected" and sa["peer_host"] == new, sa
+    assert sa["key_source"] == "exchange", sa
+    assert ra.status()["edp_hs_rotated"] == 1
+    assert ra.status()["edp_hs_mismatch"] == 0
+    hosts = ra.ctl_json("hosts")
+    assert [(h["fingerprint"], h.get("name")) for h in hosts] == \
+        [(new, "b")], hosts
+    # Derived again from the new host pair.
+    server, client = transfer(topo, port=PORT + 2)
+    assert settled(ra, PORT + 2)["key_source"] == "derived"
+    check(server, client)

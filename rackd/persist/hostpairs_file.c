@@ -30,7 +30,8 @@ static void put_hex(FILE *f, const char *name, const uint8_t *b, size_t n)
 		fprintf(f, "%02x", b[i]);
 }
 
-int hostpairs_file_save(const char *path, struct host_pairs *hp)
+int hostpairs_file_save(const char *path, struct host_pairs *hp,
+			const uint8_t self[32])
 {
 	char tmp[4096], a[ADDR_STRLEN];
 	FILE *f;
@@ -46,7 +47,10 @@ int hostpairs_file_save(const char *path, struct host_pairs *hp)
 		close(fd);
 		goto out;
 	}
-	fprintf(f, "# racks host pairs: secrets, root only (rackd(8))\n");
+	fprintf(f, "# racks host pairs: secrets, root only (rackd(8))\nself ");
+	for (size_t i = 0; i < 32; i++)
+		fprintf(f, "%02x", self[i]);
+	fputc('\n', f);
 	for (const struct host_pair *h = hp->head; h; h = h->next) {
 		fprintf(f, "pair id=%08" PRIx32, h->id);
 		put_hex(f, "peer", h->peer_pk, sizeof(h->peer_pk));
@@ -134,7 +138,7 @@ static bool parse_pair(char *line, struct host_pair *h)
 }
 
 int hostpairs_file_load(const char *path, struct host_pairs *hp,
-			char *err, size_t errlen)
+			const uint8_t self[32], char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
 	char line[512];
@@ -149,6 +153,22 @@ int hostpairs_file_load(const char *path, struct host_pairs *hp,
 		lineno++;
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
+		if (!strncmp(line, "self ", 5)) {
+			uint8_t was[32];
+
+			line[strcspn(line, "\n")] = '\0';
+			if (!parse_hex(line + 5, was, sizeof(was))) {
+				snprintf(err, errlen, "%s:%u: not a host key",
+					 path, lineno);
+				ret = -EINVAL;
+				break;
+			}
+			if (sodium_memcmp(was, self, sizeof(was))) {
+				ret = -ESTALE;
+				break;
+			}
+			continue;
+		}
 		if (strncmp(line, "pair ", 5) || !parse_pair(line + 5, &h)) {
 			snprintf(err, errlen, "%s:%u: not a host pair line",
 				 path, lineno);

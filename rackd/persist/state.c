@@ -211,7 +211,7 @@ static void write_host_pairs(struct rackd *d)
 	if (!d->host_pairs.dirty ||
 	    hostpairs_file_path(d->state->path, path, sizeof(path)))
 		return;
-	ret = hostpairs_file_save(path, &d->host_pairs);
+	ret = hostpairs_file_save(path, &d->host_pairs, d->hostkey.pk);
 	if (ret)
 		log_warnx("%s cannot be written (%s): a restarted rackd would "
 			  "run new host handshakes", path, strerror(-ret));
@@ -224,8 +224,16 @@ static void load_host_pairs(struct rackd *d)
 
 	if (hostpairs_file_path(d->state->path, path, sizeof(path)))
 		return;
-	ret = hostpairs_file_load(path, &d->host_pairs, err, sizeof(err));
-	if (ret == -EINVAL) {
+	ret = hostpairs_file_load(path, &d->host_pairs, d->hostkey.pk, err,
+				  sizeof(err));
+	if (ret == -ESTALE) {
+		/* Made with the key this host had before (rotated): the
+		 * first connection with each peer runs a new handshake,
+		 * which proves the rotation to it. */
+		log_info("%s: made with another host key: new host handshakes "
+			 "will follow", path);
+		d->host_pairs.dirty = true;
+	} else if (ret == -EINVAL) {
 		/* Kept for a look, never overwritten: new handshakes make
 		 * new host pairs. */
 		snprintf(bad, sizeof(bad), "%s.bad", path);

@@ -21,6 +21,7 @@
 #include "unit.h"
 
 static char dir[64], path[128];
+static const uint8_t self[32] = { 42 };
 
 static void key(uint8_t out[32], uint8_t fill)
 {
@@ -150,10 +151,10 @@ TEST(file_round_trip)
 	CHECK(prefix_parse("10.1.2.3", &p) == 0);
 	host_pairs_confirm(&hp, h, &p.addr);
 	CHECK(hp.dirty);
-	CHECK_EQ_INT(hostpairs_file_save(path, &hp), 0);
+	CHECK_EQ_INT(hostpairs_file_save(path, &hp, self), 0);
 	CHECK(!hp.dirty);
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
-	CHECK_EQ_INT(hostpairs_file_load(path, &back, err, sizeof(err)), 0);
+	CHECK_EQ_INT(hostpairs_file_load(path, &back, self, err, sizeof(err)), 0);
 	CHECK_EQ_INT(back.count, 2);
 	/* Newest first, as saved; every field back. */
 	CHECK(back.head->id == h->id && back.head->conns == 42 &&
@@ -163,8 +164,16 @@ TEST(file_round_trip)
 	CHECK(!memcmp(back.head->secret, s2, 32));
 	CHECK(back.head->next->retired);
 	CHECK(host_pairs_of(&back, peer) == back.head);
-	host_pairs_clear(&hp);
 	host_pairs_clear(&back);
+	/* Another host key: nothing taken. */
+	{
+		uint8_t other[32] = { 43 };
+
+		CHECK_EQ_INT(hostpairs_file_load(path, &back, other, err,
+						 sizeof(err)), -ESTALE);
+		CHECK_EQ_INT(back.count, 0);
+	}
+	host_pairs_clear(&hp);
 }
 
 TEST(malformed_file_refused_whole)
@@ -185,14 +194,14 @@ TEST(malformed_file_refused_whole)
 		fclose(f);
 		host_pairs_init(&hp);
 		err[0] = '\0';
-		CHECK_EQ_INT(hostpairs_file_load(path, &hp, err, sizeof(err)),
+		CHECK_EQ_INT(hostpairs_file_load(path, &hp, self, err, sizeof(err)),
 			     -EINVAL);
 		CHECK(strstr(err, ":2:") != NULL);
 		CHECK_EQ_INT(hp.count, 0);
 	}
 	/* None at all: empty, no error. */
 	remove(path);
-	CHECK_EQ_INT(hostpairs_file_load(path, &hp, err, sizeof(err)), 0);
+	CHECK_EQ_INT(hostpairs_file_load(path, &hp, self, err, sizeof(err)), 0);
 	CHECK_EQ_INT(hp.count, 0);
 }
 
