@@ -216,10 +216,15 @@ def test_synflood_offers_racks_exactly_as_rackd_does(topo, tmp_path):
                if p["IP"].src.startswith("10.71.") and p["IP"].src != a4]
     assert len(offered) == 1 and len(flooded) == flood["sent"] + \
         plain["sent"], (len(offered), len(flooded))
-    # racks' option (and its NOPs) first, then a Linux SYN's own options.
-    assert offered[0][:8] == bytes([254, 6, 0x72, 0x61, 0x11, 0, 1, 1])
-    with_option = [o for o in flooded if len(o) == 28]
+    # racks' option (and its NOPs) first, then a Linux SYN's own options:
+    # header, flags (host keys), no host pair (the hosts never met), a
+    # nonce of its own each (not compared), NOP NOP.
+    head = bytes([254, 18, 0x72, 0x61, 0x11, 1, 0, 0, 0, 0])
+    assert offered[0][:10] == head and offered[0][18:20] == bytes([1, 1])
+    with_option = [o for o in flooded if len(o) == 40]
     assert len(with_option) == flood["sent"]
-    assert all(o[:8] == offered[0][:8] for o in with_option)
+    assert all(o[:10] == head and o[18:20] == bytes([1, 1])
+               for o in with_option)
+    assert len({o[10:18] for o in with_option}) == len(with_option)
     assert all(len(o) == 20 and o[0] == 2 for o in flooded
                if o not in with_option)

@@ -13,13 +13,16 @@
  *	client's first SYN carries after its rackd offered racks
  *	(rackd/engine/track.c, rewrite_add_option: racks' option first):
  *
- *	  254 6 0x72 0x61 0x11 0x00 NOP NOP   racks' offer (edp/option.h:
- *	                                      kind 254, length 6, ExID
+ *	  254 18 0x72 0x61 0x11 0x01 0 0 0 0 NONCE(8) NOP NOP
+ *	                                      racks' offer (edp/option.h:
+ *	                                      kind 254, length 18, ExID
  *	                                      0x7261, version 1 << 4 | type
- *	                                      1 (SYN), flags 0), NOP-padded
+ *	                                      1 (SYN), flags: host keys, no
+ *	                                      host pair, a random nonce),
+ *	                                      NOP-padded
  *	  MSS 1460 | SACK-permitted | timestamps | NOP | window scale 10
  *
- *	(28 bytes, data offset 12); --plain leaves racks' option out (20
+ *	(40 bytes, data offset 15); --plain leaves racks' option out (20
  *	bytes of options, data offset 10). Packets go out in batches
  *	(sendmmsg) paced on the monotonic clock every millisecond; when the
  *	machine cannot keep up the flood runs as fast as it can and the
@@ -51,7 +54,8 @@
 #define TCP_HDR 20
 #define MAX_RATE 10000000ul
 
-static const uint8_t offer[8] = { 254, 6, 0x72, 0x61, 1 << 4 | 1, 0, 1, 1 };
+static const uint8_t offer[20] = { 254, 18, 0x72, 0x61, 1 << 4 | 1, 0x01,
+				    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1 };
 
 struct flood {
 	int family;
@@ -121,7 +125,7 @@ static void random_src(struct flood *f, uint8_t *out)
 static size_t build(struct flood *f, uint8_t *buf)
 {
 	size_t iph = f->family == AF_INET ? IP4_HDR : IP6_HDR;
-	size_t optlen = f->option ? 28 : 20, tcplen = TCP_HDR + optlen;
+	size_t optlen = f->option ? 40 : 20, tcplen = TCP_HDR + optlen;
 	uint8_t *ip = buf, *tcp = buf + iph, *o = tcp + TCP_HDR;
 	uint8_t src[16];
 	uint32_t sum;
@@ -156,6 +160,8 @@ static size_t build(struct flood *f, uint8_t *buf)
 	put16(tcp + 14, 64240);
 	if (f->option) {
 		memcpy(o, offer, sizeof(offer));
+		put32(o + 10, (uint32_t)rnd(f));	/* the nonce */
+		put32(o + 14, (uint32_t)rnd(f));
 		o += sizeof(offer);
 	}
 	o[0] = 2, o[1] = 4, put16(o + 2, 1460);	/* MSS */

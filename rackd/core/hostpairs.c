@@ -48,6 +48,50 @@ struct host_pair *host_pairs_at(const struct host_pairs *hp,
 	return NULL;
 }
 
+static struct host_pair_pending *pending_of(struct host_pairs *hp,
+					    const struct addr *addr)
+{
+	for (size_t i = 0; i < HOSTPAIR_PENDING; i++)
+		if (hp->pending[i].users &&
+		    addr_equal(&hp->pending[i].addr, addr))
+			return &hp->pending[i];
+	return NULL;
+}
+
+bool host_pairs_pending_add(struct host_pairs *hp, const struct addr *addr,
+			    uint64_t now_ms)
+{
+	struct host_pair_pending *p = pending_of(hp, addr);
+
+	for (size_t i = 0; !p && i < HOSTPAIR_PENDING; i++)
+		if (!hp->pending[i].users) {
+			p = &hp->pending[i];
+			p->addr = *addr;
+			p->since_ms = now_ms;
+		}
+	if (!p)
+		return false;
+	p->users++;
+	return true;
+}
+
+void host_pairs_pending_end(struct host_pairs *hp, const struct addr *addr)
+{
+	struct host_pair_pending *p = pending_of(hp, addr);
+
+	if (p)
+		p->users--;
+}
+
+bool host_pairs_pending(const struct host_pairs *hp, const struct addr *addr,
+			uint64_t now_ms, uint64_t max_age_ms)
+{
+	const struct host_pair_pending *p =
+		pending_of((struct host_pairs *)hp, addr);
+
+	return p && now_ms - p->since_ms < max_age_ms;
+}
+
 void host_pairs_confirm(struct host_pairs *hp, struct host_pair *h,
 			const struct addr *addr)
 {

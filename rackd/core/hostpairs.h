@@ -44,10 +44,21 @@ struct host_pair {
 	struct host_pair *next;
 };
 
+/* A host handshake this host began as client, not finished yet: the
+ * connections opened meanwhile to the same address wait for its host
+ * pair rather than run handshakes of their own (setup.c). */
+#define HOSTPAIR_PENDING 64
+struct host_pair_pending {
+	struct addr addr;
+	uint64_t since_ms;	/* monotonic */
+	unsigned users;		/* handshakes under way to it */
+};
+
 struct host_pairs {
 	struct host_pair *head;
 	size_t count;
 	bool dirty;		/* changed since last saved */
+	struct host_pair_pending pending[HOSTPAIR_PENDING];
 };
 
 void host_pairs_init(struct host_pairs *hp);
@@ -80,6 +91,14 @@ struct host_pair *host_pairs_add(struct host_pairs *hp,
  */
 void host_pairs_confirm(struct host_pairs *hp, struct host_pair *h,
 			const struct addr *addr);
+/* A handshake with ADDR began (NOW_MS) / ended; false when the table of
+ * them is full (the connection then just runs its own). */
+bool host_pairs_pending_add(struct host_pairs *hp, const struct addr *addr,
+			    uint64_t now_ms);
+void host_pairs_pending_end(struct host_pairs *hp, const struct addr *addr);
+/* Is a handshake with ADDR under way, begun within MAX_AGE_MS? */
+bool host_pairs_pending(const struct host_pairs *hp, const struct addr *addr,
+			uint64_t now_ms, uint64_t max_age_ms);
 /* A host pair read back from a file (newest first there): appended as it
  * is, its id kept; NULL at HOSTPAIR_MAX. */
 struct host_pair *host_pairs_add_loaded(struct host_pairs *hp,

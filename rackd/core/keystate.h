@@ -19,6 +19,8 @@ enum setup_phase {
 	SETUP_WAIT_KEY,		/* client: KEY sent; server: waiting for it
 				 * (or for the host handshake) */
 	SETUP_WAIT_HS,		/* client: host handshake under way */
+	SETUP_WAIT_PAIR,	/* client: waits for the host pair another
+				 * connection's handshake is making */
 	SETUP_WAIT_CONFIRM,	/* server: keyed, waiting for CONFIRM */
 	SETUP_WAIT_DONE,	/* client: CONFIRM sent */
 	SETUP_COMPLETE,

@@ -99,6 +99,7 @@ struct rackd_edp_stats {
 	 * the host handshakes and their messages. */
 	uint64_t keyed_anonymous, keyed_exchange, keyed_derived;
 	uint64_t setup_msgs_out;	/* KEY, CONFIRM, DONE, HANDSHAKE sent */
+	uint64_t keyed_later;	/* derived from a pair made after the SYN */
 	uint64_t hs_started, hs_done, hs_sent, hs_received, hs_bad;
 	uint64_t hs_mismatch, hs_not_pinned, anonymous_refused;
 	uint64_t hs_rotated, hs_bad_rotation;

@@ -80,6 +80,7 @@ static void put_edp_stats(FILE *out, const struct rackd_edp_stats *e)
 	put_u64(out, "edp_keyed_exchange", e->keyed_exchange);
 	put_u64(out, "edp_keyed_derived", e->keyed_derived);
 	put_u64(out, "edp_setup_msgs_out", e->setup_msgs_out);
+	put_u64(out, "edp_keyed_later", e->keyed_later);
 	put_u64(out, "edp_hs_started", e->hs_started);
 	put_u64(out, "edp_hs_done", e->hs_done);
 	put_u64(out, "edp_hs_sent", e->hs_sent);

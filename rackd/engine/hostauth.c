@@ -15,6 +15,7 @@
 #include "keystate.h"
 #include "knownhosts.h"
 #include "log.h"
+#include "loop.h"
 #include "rackd.h"
 
 #define PROLOGUE_LABEL "racks hostauth v1"
@@ -52,6 +53,9 @@ void hostauth_free(struct conn *c)
 {
 	if (!c->edp || !c->edp->hs)
 		return;
+	if (c->edp->hs->pending)
+		host_pairs_pending_end(&rackd_of_conn(c)->host_pairs,
+				       &c->remote.addr);
 	noise_hs_wipe(&c->edp->hs->noise);
 	sodium_memzero(c->edp->hs, sizeof(*c->edp->hs));
 	free(c->edp->hs);
@@ -129,6 +133,8 @@ void hostauth_start(struct rackd *d, struct conn *c)
 	struct hs_state *hs = hs_new(c, NOISE_INITIATOR, d->hostkey.sk);
 
 	hs->expect = 2;
+	hs->pending = host_pairs_pending_add(&d->host_pairs, &c->remote.addr,
+					     loop_now());
 	d->edp.hs_started++;
 	if (hs_write(d, c, 1))
 		log_warnx("conn %llu: host handshake: message 1 not written",

@@ -42,6 +42,7 @@
 #define HOSTAUTH_ROTATION_LEN (32 + 16)
 
 struct hs_state {
+	bool pending;		/* counted in host_pairs' pending table */
 	struct noise_hs noise;
 	/* The peer's message being put together. */
 	uint8_t in[EDP_HS_MAX_FRAGS * EDP_HS_FRAG];

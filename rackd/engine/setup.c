@@ -55,6 +55,8 @@ static void setup_send(struct rackd *d, struct conn *c, uint8_t type)
 	d->edp.setup_msgs_out++;
 }
 
+static bool wait_for_pair(struct rackd *d, struct conn *c);
+
 static void setup_retry(struct timer *t, void *arg)
 {
 	struct conn *c = arg;
@@ -64,6 +66,10 @@ static void setup_retry(struct timer *t, void *arg)
 	(void)t;
 	if (c->state != CONN_SETUP)
 		return;
+	if (e->phase == SETUP_WAIT_PAIR) {
+		wait_for_pair(d, c);
+		return;
+	}
 	if (e->source == KEY_SOURCE_ANONYMOUS)
 		setup_send(d, c, e->phase == SETUP_WAIT_DONE ? EDP_CONFIRM
 							     : EDP_KEY);
@@ -96,31 +102,107 @@ static void take_keypair(struct rackd *d, struct conn *c)
  * transcript carries the two host keys, so that every message also
  * names who it is between.
  */
-static void key_from_pair(struct rackd *d, struct conn *c,
-			  struct host_pair *h, enum key_source source)
+/* The key C would have from host pair H, and the MACs' transcript (both
+ * host keys): no side effect. */
+static void derive(const struct rackd *d, const struct conn *c,
+		   const struct host_pair *h, uint8_t key[EDP_SECRET_LEN],
+		   struct edp_transcript *mt)
 {
-	struct conn_edp *e = c->edp;
 	struct edp_conn_transcript t = {
-		.isn_client = e->t.isn_client, .isn_server = e->t.isn_server,
+		.isn_client = c->edp->t.isn_client,
+		.isn_server = c->edp->t.isn_server,
 	};
 	bool client = conn_is_client(c);
 
 	conn_setup_nonces(c, t.nonce_client, t.nonce_server);
-	edp_conn_key(h->secret, &t, e->key);
+	edp_conn_key(h->secret, &t, key);
+	*mt = c->edp->t;
+	memcpy(client ? mt->pk_client : mt->pk_server, d->hostkey.pk,
+	       EDP_KEY_LEN);
+	memcpy(client ? mt->pk_server : mt->pk_client, h->peer_pk,
+	       EDP_KEY_LEN);
+	sodium_memzero(&t, sizeof(t));
+}
+
+static void key_from_pair(struct rackd *d, struct conn *c,
+			  struct host_pair *h, enum key_source source)
+{
+	struct conn_edp *e = c->edp;
+
+	derive(d, c, h, e->key, &e->t);
 	memcpy(e->peer_host, h->peer_pk, sizeof(e->peer_host));
 	e->have_peer_host = true;
 	e->hp_id = h->id;
-	memcpy(client ? e->t.pk_client : e->t.pk_server, d->hostkey.pk,
-	       EDP_KEY_LEN);
-	memcpy(client ? e->t.pk_server : e->t.pk_client, h->peer_pk,
-	       EDP_KEY_LEN);
 	e->have_peer_key = e->keyed = true;
 	e->conn_id = edp_conn_id(e->key);
 	edp_fingerprint(e->key, e->fingerprint);
 	e->source = source;
 	h->conns++;
 	d->host_pairs.dirty = true;
-	sodium_memzero(&t, sizeof(t));
+}
+
+/*
+ * The server's side of a client that waited for a host pair (below): its
+ * CONFIRM, for a connection whose SYN named none, is under a key derived
+ * from a host pair made since with the host at its address. The few
+ * candidates are tried; the one whose key verifies keys the connection.
+ */
+static bool key_from_later_pair(struct rackd *d, struct conn *c,
+				const struct edp_msg *m)
+{
+	uint8_t key[EDP_SECRET_LEN];
+	struct edp_transcript mt;
+	bool found = false;
+
+	if (c->adoption != ADOPTION_NONE || !c->peer_long || c->edp->keyed ||
+	    c->edp->source != KEY_SOURCE_NONE)
+		return false;
+	for (struct host_pair *h = d->host_pairs.head; h && !found;
+	     h = h->next) {
+		if (!h->have_addr || !addr_equal(&h->peer_addr, &c->remote.addr))
+			continue;
+		derive(d, c, h, key, &mt);
+		if (!edp_mac_verify(key, EDP_ROLE_CLIENT_CONFIRM, &mt, m->mac)) {
+			key_from_pair(d, c, h, KEY_SOURCE_DERIVED);
+			d->edp.keyed_later++;
+			found = true;
+		}
+	}
+	sodium_memzero(key, sizeof(key));
+	return found;
+}
+
+#define SETUP_PAIR_POLL_MS 10
+#define SETUP_PAIR_WAIT_MS 2000
+
+/* The client waits for a host pair another connection's handshake with
+ * the same host is making: true while it does (polling). Found, it
+ * derives its key and sends CONFIRM; not coming, it runs its own. */
+static bool wait_for_pair(struct rackd *d, struct conn *c)
+{
+	struct conn_edp *e = c->edp;
+	struct host_pair *h = host_pairs_at(&d->host_pairs, &c->remote.addr);
+
+	if (h) {
+		key_from_pair(d, c, h, KEY_SOURCE_DERIVED);
+		e->phase = SETUP_WAIT_DONE;
+		setup_send(d, c, EDP_CONFIRM);
+		e->retry_ms = SETUP_RETRY_MS;
+		loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+		return false;
+	}
+	if (host_pairs_pending(&d->host_pairs, &c->remote.addr, loop_now(),
+			       SETUP_PAIR_WAIT_MS) &&
+	    loop_now() - e->started < SETUP_PAIR_WAIT_MS) {
+		loop_timer_arm(d->loop, &e->retry, SETUP_PAIR_POLL_MS);
+		return true;
+	}
+	e->source = KEY_SOURCE_EXCHANGE;
+	e->phase = SETUP_WAIT_HS;
+	e->retry_ms = SETUP_RETRY_MS;
+	loop_timer_arm(d->loop, &e->retry, e->retry_ms);
+	hostauth_start(d, c);
+	return false;
 }
 
 /* The host pair both ends named in the SYN and SYN-ACK, if C may derive
@@ -166,6 +248,15 @@ static void client_begin(struct rackd *d, struct conn *c)
 		key_from_pair(d, c, h, KEY_SOURCE_DERIVED);
 		e->phase = SETUP_WAIT_DONE;
 		setup_send(d, c, EDP_CONFIRM);
+		return;
+	}
+	/* Another connection's handshake with this host is under way (a
+	 * burst of connections to a host met for the first time): this one
+	 * waits for its host pair rather than run one more. */
+	if (host_pairs_pending(&d->host_pairs, &c->remote.addr, loop_now(),
+			       SETUP_PAIR_WAIT_MS)) {
+		e->phase = SETUP_WAIT_PAIR;
+		wait_for_pair(d, c);
 		return;
 	}
 	e->source = KEY_SOURCE_EXCHANGE;
@@ -480,7 +571,8 @@ static void server_input(struct rackd *d, struct conn *c,
 		e->phase = SETUP_WAIT_CONFIRM;
 		return;
 	case EDP_CONFIRM:
-		if (!mac_ok(d, c, EDP_ROLE_CLIENT_CONFIRM, m))
+		if (!key_from_later_pair(d, c, m) &&
+		    !mac_ok(d, c, EDP_ROLE_CLIENT_CONFIRM, m))
 			return;
 		setup_connected(d, c);
 		setup_send(d, c, EDP_DONE);
