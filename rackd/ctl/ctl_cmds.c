@@ -167,6 +167,7 @@ static void put_reconnect_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnect_acks_out", r->acks_out);
 	put_u64(out, "reconnect_challenges_out", r->challenges_out);
 	put_u64(out, "reconnects_refused_address", r->refused_address);
+	put_u64(out, "reconnects_refused_left", r->refused_left);
 	put_u64(out, "reconnects_refused_unproven", r->refused_unproven);
 	put_u64(out, "reconnects_paced", r->paced);
 	put_u64(out, "reconnects_refused_collision", r->refused_collision);

@@ -334,6 +334,15 @@ static uint32_t claim(struct rackd *d, struct conn *c, const struct packet *p,
 		d->reconnect->stats.refused_address++;
 		return NF_DROP;
 	}
+	/* The peer re-opens towards the address we moved away from (kept on
+	 * lo for the socket alone): following it there would cross our own
+	 * reconnection from the new address, each end then sending where
+	 * the other no longer listens. Ours tells the peer where we are. */
+	if (c->kept_local && addr_equal(&wl.addr, &c->local.addr) &&
+	    !addr_equal(&c->wire_local.addr, &c->local.addr)) {
+		d->reconnect->stats.refused_left++;
+		return NF_DROP;
+	}
 	e->hb_in = counter;
 	/* Retries of the same claim keep its challenge, so that a
 	 * confirmation of an earlier answer still counts. */

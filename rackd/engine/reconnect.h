@@ -59,6 +59,8 @@ struct reconnect_stats {
 	uint64_t challenges_out;	/* SYN-ACKs with a challenge sent */
 	uint64_t refused_address;	/* a SYN from an address no peer has:
 					 * ours, loopback, broadcast, ... */
+	uint64_t refused_left;		/* a SYN to the address we moved
+					 * away from (kept on lo only) */
 	uint64_t refused_unproven;	/* a confirmation from elsewhere than
 					 * the SYN, or without a SYN */
 	uint64_t paced;			/* SYNs held back by reconnect_rate */
