@@ -454,8 +454,8 @@ static void handshake_input(struct rackd *d, struct conn *c,
 		e->source = KEY_SOURCE_EXCHANGE;
 		return;
 	case HOSTAUTH_FAILED:
-		/* Forged or damaged: the server waits for message 1 again,
-		 * the client starts over (new ephemeral key). */
+		/* Ours could not be written: the server waits for message 1
+		 * again, the client starts over (new ephemeral key). */
 		hostauth_free(c);
 		e->have_peer_host = false;
 		if (conn_is_client(c))
