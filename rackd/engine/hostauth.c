@@ -266,19 +266,31 @@ static void finish(struct rackd *d, struct conn *c)
 	sodium_memzero(secret, sizeof(secret));
 }
 
-/* The peer's complete message INDEX (1 to 3): read it, answer it. */
+/*
+ * The peer's complete message INDEX (1 to 3): read it, answer it. One
+ * that fails to decrypt (a fragment forged or damaged on the way) is
+ * dropped, and the handshake waits for the genuine one as if it had
+ * never come: starting over instead would make the client's new message
+ * 1 meet the server's message 2 made for the old one, which fails again,
+ * and so on at the speed of the wire until set-up's deadline.
+ */
 static enum hostauth_result hs_read(struct rackd *d, struct conn *c,
 				    uint8_t index)
 {
 	struct hs_state *hs = c->edp->hs;
+	struct noise_hs before = hs->noise;
 	uint8_t payload[HOSTAUTH_ROTATION_LEN];
 	const uint8_t *rs, *rot_old = NULL;
 	size_t plen;
+	int ret = noise_hs_read(&hs->noise, hs->in, hs->in_len, payload,
+				sizeof(payload), &plen);
 
-	if (noise_hs_read(&hs->noise, hs->in, hs->in_len, payload,
-			  sizeof(payload), &plen)) {
+	if (ret)
+		hs->noise = before;
+	noise_hs_wipe(&before);
+	if (ret) {
 		d->edp.hs_bad++;
-		return HOSTAUTH_FAILED;
+		return HOSTAUTH_MORE;
 	}
 	rs = noise_hs_remote_static(&hs->noise);
 	/* A rotation proof: for our ephemeral key in message 2, for our

@@ -26,7 +26,8 @@
  *
  * Retransmission is set-up's: the client resends its last message until
  * the server's next one completes; the server answers every complete
- * copy of message 1 with the message 2 it made for it.
+ * copy of message 1 with the message 2 it made for it. A message that
+ * fails to decrypt is dropped: the genuine one comes again.
  */
 #ifndef RACKS_HOSTAUTH_H
 #define RACKS_HOSTAUTH_H
@@ -55,11 +56,12 @@ struct hs_state {
 };
 
 enum hostauth_result {
-	HOSTAUTH_MORE,		/* nothing new, or a message in part */
+	HOSTAUTH_MORE,		/* nothing new, a message in part, or one
+				 * that failed to decrypt (dropped) */
 	HOSTAUTH_ANSWERED,	/* a message came and ours went back */
 	HOSTAUTH_DONE,		/* finished: the host pair is made */
 	HOSTAUTH_REFUSED,	/* the peer's host key is not trusted */
-	HOSTAUTH_FAILED,	/* a message failed to decrypt */
+	HOSTAUTH_FAILED,	/* ours could not be written */
 };
 
 struct rackd;

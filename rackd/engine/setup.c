@@ -183,7 +183,9 @@ static bool wait_for_pair(struct rackd *d, struct conn *c)
 	struct conn_edp *e = c->edp;
 	struct host_pair *h = host_pairs_at(&d->host_pairs, &c->remote.addr);
 
-	if (h) {
+	/* Not the one our SYN named: the server did not echo it (it lost
+	 * it, or no longer trusts us), and would not verify its CONFIRM. */
+	if (h && h->id != c->hp_sent) {
 		key_from_pair(d, c, h, KEY_SOURCE_DERIVED);
 		e->phase = SETUP_WAIT_DONE;
 		setup_send(d, c, EDP_CONFIRM);
@@ -454,8 +456,8 @@ static void handshake_input(struct rackd *d, struct conn *c,
 		e->source = KEY_SOURCE_EXCHANGE;
 		return;
 	case HOSTAUTH_FAILED:
-		/* Forged or damaged: the server waits for message 1 again,
-		 * the client starts over (new ephemeral key). */
+		/* Ours could not be written: the server waits for message 1
+		 * again, the client starts over (new ephemeral key). */
 		hostauth_free(c);
 		e->have_peer_host = false;
 		if (conn_is_client(c))

@@ -13,7 +13,10 @@
  * timer may be left.
  *
  * Input: three bytes of configuration, two of seed, then operations, each
- * an opcode byte and its arguments (missing bytes read as zero).
+ * an opcode byte and its arguments (missing bytes read as zero). The
+ * third configuration byte's high bits choose the remote rackds and our
+ * trust (configure()): all clear, as before host keys existed (the
+ * seeds of then replay as they did).
  * tests/fuzz/gen_seeds.py writes seeds that reach the deep states.
  * RACKS_FUZZ_LOG=1 traces a run (rackd's log included) on stderr.
  */
@@ -77,6 +80,7 @@ static unsigned user_cut, link_down;
 /* The configuration bytes (configure()), for a restart; the state
  * file's path. */
 static uint8_t config_a, config_b, config_c;
+static uint16_t config_seed;
 static char state_path[64];
 
 uint8_t fz_u8(struct fz_input *in)
@@ -105,8 +109,21 @@ static uint32_t isn_of(uint8_t mode, unsigned n)
 	}
 }
 
-/* The configuration: short timeouts and a small table reachable. */
-static void configure(struct config *cfg, uint8_t a, uint8_t b, uint8_t c)
+/* The remote rackds (peer_setup.c) and our trust, from configuration
+ * byte C: 0x20 they have host keys (else they are rackds before host
+ * keys: short option, KEY exchange); 0x40 our trust is accept-new (else
+ * anonymous: with 0x20 clear, as every input was before host keys);
+ * 0x80 their own trust is anonymous. Accept-new must refuse a rackd
+ * before host keys (check.c). */
+#define CONF_HOSTKEYS 0x20
+#define CONF_ACCEPT_NEW 0x40
+#define CONF_PEER_ANONYMOUS 0x80
+
+/* The configuration: short timeouts and a small table reachable; with
+ * the seed's top bit, host pairs used up after two connections (their
+ * renewal). */
+static void configure(struct config *cfg, uint8_t a, uint8_t b, uint8_t c,
+		      uint16_t seed)
 {
 	static const uint32_t half[4] = { 16384, 1, 2, 4 };
 	static const uint32_t per_prefix[4] = { 4096, 1, 2, 3 };
@@ -128,9 +145,9 @@ static void configure(struct config *cfg, uint8_t a, uint8_t b, uint8_t c)
 	cfg->retry_interval_ms = b & 0x80 ? 200 : 1000;
 	cfg->max_half_open = half[c & 3];
 	cfg->max_half_open_per_prefix = per_prefix[c >> 2 & 3];
-	/* The model peer (engine/peer.c) speaks the anonymous exchange of
-	 * a rackd before host keys: trust must allow it. */
-	cfg->trust = TRUST_ANONYMOUS;
+	cfg->trust = c & CONF_ACCEPT_NEW ? TRUST_ACCEPT_NEW : TRUST_ANONYMOUS;
+	if (seed & 0x8000)
+		cfg->hostpair_max_connections = 2;
 	if (c & 0x10) {
 		/* One server port, the pool's first local (and remote) one. */
 		cfg->all_ports = false;
@@ -262,6 +279,22 @@ static void op_ctl(struct rackd *d, struct fz_input *in)
 
 /* ---- the local sockets and the remote hosts ---- */
 
+/* Whether a splice of rackd's travels with flow N's tuple: no socket
+ * older than rackd can be there (the move would have been refused,
+ * splice.c splice_tuple_check()), nor a new one come by a handshake
+ * (track.c refuses its SYN). */
+static bool spliced_onto(unsigned n)
+{
+	struct endpoint l, r;
+
+	fz_flow_endpoints(n, &l, &r);
+	for (struct conn *c = fz_d ? fz_d->conns.head : NULL; c; c = c->next)
+		if (c->mapped && endpoint_equal(&c->mapped_local, &l) &&
+		    endpoint_equal(&c->mapped_remote, &r))
+			return true;
+	return false;
+}
+
 static void op_sock(unsigned n, uint8_t what, uint8_t arg)
 {
 	static const uint8_t states[8] = { 6, 5, 7, 8, 9, 11, 1, 12 };
@@ -282,6 +315,8 @@ static void op_sock(unsigned n, uint8_t what, uint8_t arg)
 	case 3: {	/* established before rackd knew (adoption) */
 		uint32_t isn = isn_of(arg, n), risn = fz_rand();
 
+		if (spliced_onto(n))
+			return;
 		fz_kernel_established(n, isn, risn, arg & 0x80);
 		fz_flow_endpoints(n, &p->ours, &p->wire);
 		p->sock = p->established = true;
@@ -322,8 +357,14 @@ static void op_peer_state(unsigned n, uint8_t what, uint8_t arg)
 	case 0:		/* its rackd restarted without its state */
 		fz_peer_forget(n);
 		return;
-	case 1:
+	case 1:		/* its rackd: there, of which kind; a new host key;
+			 * its host pairs lost */
 		p->racks = arg & 1;
+		p->hostkeys = fz_model.hostkeys ^ !!(arg & 2);
+		if (arg & 4)
+			fz_model_new_key();
+		if (arg & 8)
+			fz_model_forget_pairs();
 		return;
 	case 2:
 		p->silent = arg & 1;
@@ -402,7 +443,7 @@ static void start(struct rackd *d, const char *state)
 {
 	memset(d, 0, sizeof(*d));
 	d->cfg = config_defaults();
-	configure(d->cfg, config_a, config_b, config_c);
+	configure(d->cfg, config_a, config_b, config_c, config_seed);
 	fz_wire(d);
 	d->config_path = CONFIG_PATH;
 	d->sock_path = "fuzz";
@@ -597,14 +638,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_input in = { data, size, 0 };
 	struct rackd d;
+	uint16_t seed;
 
 	config_a = fz_u8(&in);
 	config_b = fz_u8(&in);
 	config_c = fz_u8(&in);
-	fz_rng_seed(fz_u16(&in) + 1);
+	seed = config_seed = fz_u16(&in);
+	fz_rng_seed(seed + 1);
 	fz_fake_reset();
 	fz_nft_reset();
 	fz_net_reset();
+	fz_model_reset(config_c & CONF_HOSTKEYS, config_c & CONF_PEER_ANONYMOUS,
+		       seed);
 	fz_peer_reset();
 	memset(exports, 0, sizeof(exports));
 	memset(fz_events, 0, sizeof(fz_events));

@@ -11,6 +11,12 @@ In seeds/engine/, operation sequences for the stateful fuzzer
 (fuzz_engine.c) that take rackd's connections to its deep states:
 connected both ways, suspended and resumed, spliced after either end
 moved, exported and imported, adopted, held by a peer that went away.
+Each twice: with remote rackds before host keys and trust anonymous (the
+names of before host keys: their bytes are unchanged, and so are the
+bug-*.bin reproducers), and with remote rackds with host keys and trust
+accept-new (hk-NAME.bin); and the host keys' own: keys derived from a
+host pair, a rackd before host keys refused, a host key that changed,
+each trust against each kind of peer.
 """
 import ipaddress
 import os
@@ -35,20 +41,29 @@ def flow(v6=0, local=0, remote=0, lport=0, rport=0):
     return v6 | local << 1 | remote << 2 | lport << 3 | rport << 4
 
 
+# The remote rackds and our trust (fuzz_engine.c CONF_*): 0 is rackds
+# before host keys and trust anonymous, as before host keys.
+HOSTKEYS, ACCEPT_NEW, PEER_ANONYMOUS = 0x20, 0x40, 0x80
+MODERN = HOSTKEYS | ACCEPT_NEW
+
+
 def engine(ops, auto=True, suspend=0, max_suspend=0, setup=0, sweep=0,
-           maxconn=0, halfopen=0, per_prefix=0, one_port=False, seed=1):
+           maxconn=0, halfopen=0, per_prefix=0, one_port=False, seed=1,
+           peers=0):
     """Three bytes of configuration (fuzz_engine.c configure()), two of
     seed, then the operations."""
     a = (0x80 if auto else 0) | suspend | max_suspend << 2 | setup << 5
     b = sweep << 2 | maxconn << 4
-    c = halfopen | per_prefix << 2 | (0x10 if one_port else 0)
+    c = halfopen | per_prefix << 2 | (0x10 if one_port else 0) | peers
     out = bytes([a, b, c, seed >> 8, seed & 0xff])
     for op in ops:
         out += bytes(op)
     return out
 
 
-def engine_seeds():
+def engine_seeds(peers=0, prefix=""):
+    """The deep states' seeds, with the remote rackds and trust PEERS,
+    named PREFIX + their name."""
     out, inn = 1, 0            # HANDSHAKE: who connects (bit 0)
     f0, f1 = flow(), flow(v6=1, local=1, remote=1, lport=1, rport=1)
     f8 = flow(lport=1)         # f0's path, another connection
@@ -141,10 +156,80 @@ def engine_seeds():
         [(CONNECT, f0, 3, 0x0f), (DELIVER, 1, 0), (DELIVER, 1, 0),
          (DELIVER, 2, 1), (ADVANCE, MS_100), (DELIVER, 3, 2),
          (ADVANCE, MS_500), (DRAIN,), (ADVANCE, MS_10S)], auto=False)
+    write_engine({prefix + name: data[:2] + bytes([data[2] | peers]) + data[3:]
+                  for name, data in seeds.items()})
+
+
+def write_engine(seeds):
     os.makedirs(os.path.join(SEEDS, "engine"), exist_ok=True)
     for name, data in seeds.items():
         with open(os.path.join(SEEDS, "engine", name), "wb") as f:
             f.write(data)
+
+
+def hostkey_seeds():
+    """Host keys (peer_setup.c): derived keys, refusals, key changes,
+    each trust against each kind of peer."""
+    out, inn = 1, 0
+    f0, f8 = flow(), flow(lport=1)           # one remote host, two ports
+    f16 = flow(rport=1)                      # and another of its ports
+    f1 = flow(v6=1, local=1, remote=1, lport=1, rport=1)
+    seeds = {}
+    # Both ways: the first connection runs the host handshake, the next
+    # ones derive their keys from the host pair it made.
+    seeds["hostkeys_derived.bin"] = engine(
+        [(HANDSHAKE, f0, out), (ADVANCE, MS_1S), (HANDSHAKE, f8, out),
+         (ADVANCE, MS_1S), (HANDSHAKE, f16, inn), (ADVANCE, MS_1S),
+         (SEND, f8, 40), (PEER_SEND, f16, 40), (ADVANCE, MS_10S),
+         (CTL, LIST, 0, 0)], peers=MODERN)
+    # A rackd before host keys, where trust is accept-new: refused both
+    # ways (anonymous_refused, or set-up's deadline), never managed.
+    seeds["hostkeys_refused_anonymous.bin"] = engine(
+        [(HANDSHAKE, f0, out), (HANDSHAKE, f1, inn), (ADVANCE, MS_1S),
+         (ADVANCE, MS_10S), (CTL, LIST, 0, 0)], peers=ACCEPT_NEW)
+    # One remote host before host keys (its flow), the others with.
+    seeds["hostkeys_mixed.bin"] = engine(
+        [(PEER_STATE, f1, 1, 1 | 2), (HANDSHAKE, f1, out),
+         (HANDSHAKE, f0, out), (ADVANCE, MS_1S), (HANDSHAKE, f1, inn),
+         (ADVANCE, MS_10S)], peers=MODERN)
+    # The remote host gets a new host key: our client refuses it where
+    # it met the old one (host_key_mismatch), our server takes it.
+    seeds["hostkeys_key_changed.bin"] = engine(
+        [(HANDSHAKE, f0, out), (ADVANCE, MS_1S), (PEER_STATE, f0, 1, 1 | 4),
+         (HANDSHAKE, f8, out), (ADVANCE, MS_1S), (HANDSHAKE, f16, inn),
+         (ADVANCE, MS_10S)], peers=MODERN)
+    # Our trust is anonymous, the remote rackds have host keys: its host
+    # handshakes are answered, our KEYs refused.
+    seeds["hostkeys_trust_anonymous.bin"] = engine(
+        [(HANDSHAKE, f0, inn), (HANDSHAKE, f1, out), (ADVANCE, MS_1S),
+         (ADVANCE, MS_10S)], peers=HOSTKEYS)
+    # Their trust is anonymous: KEY (in the long option) both ways,
+    # refused by ours.
+    seeds["hostkeys_peer_anonymous.bin"] = engine(
+        [(HANDSHAKE, f0, inn), (HANDSHAKE, f1, out), (ADVANCE, MS_1S),
+         (ADVANCE, MS_10S)], peers=MODERN | PEER_ANONYMOUS)
+    # The host handshake's fragments lost, duplicated, reordered; a
+    # forged fragment among them; rackd restarts and forgets the pair.
+    seeds["hostkeys_lossy_handshake.bin"] = engine(
+        [(CONNECT, f0, 3, 0x0f), (DELIVER, 1, 0), (DELIVER, 1, 0),
+         (WIRE, 1), (WIRE, 0), (DELIVER, 3, 2), (ADVANCE, MS_100),
+         (RAW, f0, 2, 1, 2, 19, 0x01, 0), (WIRE, 0), (DELIVER, 2, 0),
+         (ADVANCE, MS_500), (DRAIN,), (ADVANCE, MS_1S), (DRAIN,),
+         (ADVANCE, MS_10S), (RESTART, 0), (AUTO, 1),
+         (HANDSHAKE, f8, out), (ADVANCE, MS_10S)], auto=False,
+        peers=MODERN)
+    # A burst to a host met for the first time: one connection runs the
+    # host handshake, the other waits for its host pair and derives
+    # (edp_keyed_later); then the remote rackd loses its host pairs, and
+    # a burst names one it no longer has: the waiting connection must
+    # not derive from that one (setup.c wait_for_pair()).
+    seeds["hostkeys_burst.bin"] = engine(
+        [(AUTO, 0), (CONNECT, f8, 3, 0x0f), (CONNECT, f16, 3, 0x0f),
+         (DRAIN,), (AUTO, 1), (ADVANCE, MS_1S), (PEER_STATE, f0, 1, 1 | 8),
+         (AUTO, 0), (CONNECT, f0, 3, 0x0f), (CONNECT, f1, 3, 0x0f),
+         (CONNECT, flow(lport=1, rport=1), 3, 0x0f), (DRAIN,), (AUTO, 1),
+         (ADVANCE, MS_1S), (ADVANCE, MS_10S)], peers=MODERN)
+    write_engine(seeds)
 
 
 def crash_reproducers():
@@ -220,6 +305,15 @@ def crash_reproducers():
     crashes["move-onto-socket.bin"] = engine(
         [(SOCK, flow(v6=1), 3, 0), (HANDSHAKE, flow(v6=1, local=1), out),
          (LINK, 1, 0), (LINK, 0, 3), (RESTART, 1), (ADVANCE, MS_100)])
+    # Found by the peer model with host keys, on engine at ffcff0e: one
+    # forged fragment completes message 2 at our client, which starts
+    # the host handshake over; the server answers the new message 1 with
+    # its message 2 for the old one, which fails again, without end.
+    crashes["handshake-restart-loop.bin"] = engine(
+        [(CONNECT, f0, 3, 0x0f), (DELIVER, 0, 0), (DELIVER, 0, 0),
+         (DELIVER, 1, 0), (DELIVER, 1, 0), (RAW, f0, 0xA2, 1, 1, 19, 0, 0),
+         (DRAIN,), (DRAIN,), (DRAIN,), (DRAIN,), (AUTO, 1),
+         (ADVANCE, MS_1S)], auto=False, peers=MODERN)
     path = os.path.join(SEEDS, "engine")
     os.makedirs(path, exist_ok=True)
     for name, data in crashes.items():
@@ -326,6 +420,8 @@ def main():
         with open(os.path.join(SEEDS, name), "wb") as f:
             f.write(data)
     engine_seeds()
+    engine_seeds(MODERN, "hk-")
+    hostkey_seeds()
     crash_reproducers()
 
 

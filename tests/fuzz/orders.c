@@ -17,7 +17,8 @@
  *     as the server's side decides) at the client: as sent, reversed,
  *     the first duplicated;
  *   - the set-up messages (or ADOPTs) behind or ahead of the handshake's
- *     last ACK and the first data: as sent, data first, messages first,
+ *     last ACK and the first data: as sent, data first, messages first
+ *     (each twice: a host handshake's fragments duplicated),
  *     all reversed;
  *   - with our end the server of a racks client: the client's own ADOPTs
  *     delivered, or lost (its answers to ours pass), so that our end has
@@ -33,6 +34,15 @@
  *      under the same key (conn id), directly or by adoption; with a
  *      plain peer ours is released and says why (or, our end the
  *      server, never saw the connection: only offers are diverted).
+ * The table runs for three pairs of rackds (orders.h): a peer rackd
+ * with host keys and our default trust (accept-new), meeting for the
+ * first time (every row: set-up is a host handshake, its three messages
+ * in fragments, which the row's orders reorder and duplicate too) and
+ * once they share a host pair (a derived key); and a peer rackd before
+ * host keys with trust anonymous (the anonymous exchange). The last two
+ * run the IPv4 racks-peer rows (set-up does not depend on the family;
+ * ORDERS_FULL=1: every racks-peer row). The key a row ends with must be
+ * of its case's kind (an adoption's always comes from a host handshake).
  * A second, short table holds handshakes that never finish (a socket
  * reset, SYNs or SYN-ACKs lost): forgotten at once, kept in `handshake`
  * while the kernel may still finish it (until syn_timeout), or released
@@ -42,7 +52,8 @@
  * not a second engine (the engine's state is one instance per process).
  * The fuzzer's invariants (engine/check.c) hold after every step. A
  * failing row prints its name and what it saw; RACKS_FUZZ_LOG=1 with
- * ORDERS_ROW=N traces one row (ORDERS_FATES=1: and the second table);
+ * ORDERS_CASE=C ORDERS_ROW=N traces one row of case C (0 to 2, as
+ * orders.h lists them; ORDERS_FATES=1: and the second table);
  * ORDERS_LIST=1 lists the rows.
  */
 #include <sodium.h>
@@ -75,7 +86,7 @@ enum setup_order { SU_AS_SENT, SU_DATA_FIRST, SU_MESSAGES_FIRST,
 static const char *const synack_names[SA_MAX] = {
 	"as-sent", "reversed", "dup-first" };
 static const char *const setup_names[SU_MAX] = {
-	"as-sent", "data-first", "messages-first", "reversed" };
+	"as-sent", "data-first", "messages-first-twice", "reversed" };
 
 /* The SYNs of a row: S1 (offer), S2 (plain copy), a duplicate of each. */
 enum { SYN_S1, SYN_S2, SYN_S1_DUP, SYN_S2_DUP, SYN_MAX };
@@ -97,7 +108,7 @@ struct row {
 };
 
 static struct rackd the_d;
-/* What the rows ended in, for the summary. */
+/* What the rows of a case ended in, for its summary. */
 static unsigned ended_direct, ended_adopted, ended_released, ended_unseen;
 
 /* ---- the rows ---- */
@@ -356,6 +367,12 @@ static void deliver_rest(struct rackd *d, const struct row *r, unsigned n)
 	fz_peer_send(n, 100, false);
 	orders_settle(d);
 	count = fz_net_wire_count() - first;
+	/* Each message twice: the copies behind everything. */
+	for (unsigned i = first; r->setup == SU_MESSAGES_FIRST &&
+	     i < first + count; i++)
+		if (is_message(fz_net_wire_at(i)))
+			fz_net_dup_at(i);
+	count = fz_net_wire_count() - first;
 	for (; count; count--) {
 		fz_net_deliver_at(next_of(r->setup, first, count), false);
 		orders_advance_to(d, fz_now + 1);
@@ -435,6 +452,22 @@ static bool check_settled(struct rackd *d, const struct row *r, unsigned n)
 	}
 }
 
+/* How the row's case keys C: an adoption's set-up has no nonces to
+ * derive with (setup.c agreed_pair()). */
+static enum key_source case_source(const struct conn *c)
+{
+	switch (orders_case) {
+	case CASE_ANONYMOUS:
+		return KEY_SOURCE_ANONYMOUS;
+	case CASE_DERIVED:
+		if (c->adoption == ADOPTION_NONE)
+			return KEY_SOURCE_DERIVED;
+		/* fall through */
+	default:
+		return KEY_SOURCE_EXCHANGE;
+	}
+}
+
 /* 3: the two ends agree. */
 static bool check_agree(struct rackd *d, const struct row *r, unsigned n)
 {
@@ -463,6 +496,10 @@ static bool check_agree(struct rackd *d, const struct row *r, unsigned n)
 			    p->setup ? "in set-up" : "not set up");
 	if (!c->edp || c->edp->conn_id != p->conn_id)
 		return orders_fail("connected under different keys");
+	if (c->edp->source != case_source(c))
+		return orders_fail("keyed by %s, not by %s",
+				   key_source_name(c->edp->source),
+				   key_source_name(case_source(c)));
 	if (c->adoption == ADOPTION_DONE)
 		ended_adopted++;
 	else
@@ -488,7 +525,7 @@ static bool run_row(const struct row *r, unsigned index)
 	uint64_t t0;
 
 	orders_current = r->name;
-	orders_start(d, index + 1);
+	orders_start(d, index + 1 + 10000 * (unsigned)orders_case, n);
 	fz_peers[n].racks = r->peer_racks;
 	fz_net_loses = r->adopts_lost ? peer_adopt : NULL;
 	t0 = fz_now;
@@ -511,12 +548,54 @@ static bool run_row(const struct row *r, unsigned index)
 	return ok;
 }
 
+/* Whether the current case runs ROW: the main one every row, the
+ * others the racks-peer ones (with a plain peer no set-up runs), IPv4's
+ * unless FULL. */
+static bool in_case(const struct row *row, bool full)
+{
+	return orders_case == CASE_HANDSHAKE ||
+	       (row->peer_racks && (full || row->family == 0));
+}
+
+/* The current case's rows; how many failed. */
+static unsigned run_case(const struct row *rows, unsigned nrows,
+			 const char *only, bool full)
+{
+	unsigned failed = 0, ran = 0, fam[2] = { 0, 0 };
+
+	ended_direct = ended_adopted = ended_released = ended_unseen = 0;
+	for (unsigned i = 0; i < nrows; i++) {
+		if ((only && (unsigned)atoi(only) != i) ||
+		    !in_case(&rows[i], full || only))
+			continue;
+		if (fz_tracing)
+			fprintf(stderr, "row %u (%s): %s\n", i,
+				orders_case_names[orders_case], rows[i].name);
+		ran++;
+		fam[rows[i].family]++;
+		if (!run_row(&rows[i], i)) {
+			fprintf(stderr, "  (row %u: ORDERS_CASE=%d ORDERS_ROW=%u "
+				"RACKS_FUZZ_LOG=1 to trace it)\n", i,
+				(int)orders_case, i);
+			failed++;
+		}
+	}
+	printf("handshake_orders: %s: %u orders (IPv4 %u, IPv6 %u), %u "
+	       "passed, %u failed; connected at once %u, by adoption %u",
+	       orders_case_names[orders_case], ran, fam[0], fam[1],
+	       ran - failed, failed, ended_direct, ended_adopted);
+	if (orders_case == CASE_HANDSHAKE)
+		printf("; plain peer: released %u, never seen %u",
+		       ended_released, ended_unseen);
+	printf("\n");
+	return failed;
+}
+
 int main(void)
 {
 	static struct row rows[8192];
-	const char *only = getenv("ORDERS_ROW");
-	unsigned nrows, failed = 0, ran = 0, fam[2] = { 0, 0 };
-	unsigned fates_ran = 0, fates_failed = 0;
+	const char *only = getenv("ORDERS_ROW"), *which = getenv("ORDERS_CASE");
+	unsigned nrows, failed = 0, fates_ran = 0, fates_failed = 0;
 
 	fz_tracing = getenv("RACKS_FUZZ_LOG") != NULL;
 	fz_rng_install();
@@ -528,27 +607,17 @@ int main(void)
 			printf("%u %s\n", i, rows[i].name);
 		return 0;
 	}
-	for (unsigned i = 0; i < nrows; i++) {
-		if (only && (unsigned)atoi(only) != i)
+	for (int k = 0; k < CASE_MAX; k++) {
+		if (which && atoi(which) != k)
 			continue;
-		if (fz_tracing)
-			fprintf(stderr, "row %u: %s\n", i, rows[i].name);
-		ran++;
-		fam[rows[i].family]++;
-		if (!run_row(&rows[i], i)) {
-			fprintf(stderr, "  (row %u: ORDERS_ROW=%u "
-				"RACKS_FUZZ_LOG=1 to trace it)\n", i, i);
-			failed++;
-		}
+		orders_case = (enum orders_case)k;
+		failed += run_case(rows, nrows, only,
+				   getenv("ORDERS_FULL") != NULL);
 	}
+	orders_case = CASE_HANDSHAKE;
 	if (!only || getenv("ORDERS_FATES"))
 		fates_failed = orders_run_fates(&the_d, &fates_ran);
 	printf("handshake_orders: %u handshakes that never finish (IPv4 and "
 	       "IPv6), %u failed\n", fates_ran, fates_failed);
-	printf("handshake_orders: %u orders (IPv4 %u, IPv6 %u), %u passed, "
-	       "%u failed; connected at once %u, by adoption %u; plain "
-	       "peer: released %u, never seen %u\n", ran, fam[0], fam[1],
-	       ran - failed, failed, ended_direct, ended_adopted,
-	       ended_released, ended_unseen);
 	return failed || fates_failed ? 1 : 0;
 }

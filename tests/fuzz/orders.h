@@ -20,9 +20,19 @@ enum role { REAL_SERVER, REAL_CLIENT };
 /* The row being run, for a report (and for an abort on the way). */
 extern const char *orders_current;
 
-/* A fresh rackd with the default configuration over a reset world,
- * its randomness from SEED; and its end. */
-void orders_start(struct rackd *d, unsigned seed);
+/* Which rackds meet (orders_start()): a peer rackd with host keys and
+ * our default trust (accept-new), the first time the hosts meet (a host
+ * handshake) or once they share a host pair (a derived key); or a peer
+ * rackd before host keys and trust anonymous (the anonymous exchange). */
+enum orders_case { CASE_HANDSHAKE, CASE_DERIVED, CASE_ANONYMOUS, CASE_MAX };
+extern enum orders_case orders_case;
+extern const char *const orders_case_names[CASE_MAX];
+
+/* A fresh rackd with the default configuration (trust anonymous in
+ * CASE_ANONYMOUS) over a reset world, its randomness from SEED; in
+ * CASE_DERIVED, a host pair shared for flow N's remote address; and its
+ * end. */
+void orders_start(struct rackd *d, unsigned seed, unsigned n);
 void orders_stop(struct rackd *d);
 /* A step of the event loop: the host's backlog, the timers due, the
  * invariants; the clock moved to WHEN first (never back). */

@@ -81,7 +81,7 @@ static bool run_fate(struct rackd *d, const struct fate_row *f,
 	bool ok;
 
 	orders_current = f->name;
-	orders_start(d, 100000 + index);
+	orders_start(d, 100000 + index, n);
 	fz_net_loses = to_peer;
 	fz_auto = true;
 	t0 = fz_now;

@@ -8,11 +8,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "engine/engine.h"
 #include "engine/wrap.h"
+#include "hostpairs.h"
+#include "knownhosts.h"
 #include "orders.h"
 #include "state.h"
 
@@ -21,6 +24,10 @@
 #define CONFIG_PATH "/nonexistent/racks-orders.conf"
 
 const char *orders_current = "(none)";
+enum orders_case orders_case;
+const char *const orders_case_names[CASE_MAX] = {
+	"host handshake", "derived key", "anonymous",
+};
 
 /* A violation of the fuzzer's invariants aborts: say which row. */
 static void on_abort(int sig)
@@ -51,25 +58,52 @@ static void addresses(void)
 		}
 }
 
-void orders_start(struct rackd *d, unsigned seed)
+/*
+ * What an earlier connection between the two hosts left at both ends
+ * (hostauth.c finish(), setup.c setup_connected()): a host pair, its
+ * peer met at flow N's remote address and trusted there. The secret is
+ * the seed's; only the two ends' agreeing on it matters.
+ */
+static void share_pair(struct rackd *d, unsigned seed, unsigned n)
+{
+	uint8_t secret[EDP_HOSTPAIR_SECRET_LEN] = { 0x72, 0x61 };
+	struct endpoint l, r;
+	struct host_pair *h;
+
+	fz_flow_endpoints(n, &l, &r);
+	memcpy(secret + 2, &seed, sizeof(seed));
+	h = host_pairs_add(&d->host_pairs, fz_model.pk, secret,
+			   (int64_t)time(NULL));
+	host_pairs_confirm(&d->host_pairs, h, &r.addr);
+	known_hosts_seen(d->known_hosts, fz_model.pk, &r.addr,
+			 (int64_t)time(NULL));
+	fz_model_add_pair(secret, d->hostkey.pk);
+	fz_model.pairs[0].confirmed = true;
+}
+
+void orders_start(struct rackd *d, unsigned seed, unsigned n)
 {
 	signal(SIGABRT, on_abort);
 	fz_rng_seed(seed);
 	fz_fake_reset();
 	fz_nft_reset();
 	fz_net_reset();
+	fz_model_reset(orders_case != CASE_ANONYMOUS, false, seed);
 	fz_peer_reset();
 	memset(fz_events, 0, sizeof(fz_events));
 	memset(d, 0, sizeof(*d));
 	d->cfg = config_defaults();
-	/* The model peer speaks the anonymous exchange (engine/peer.c). */
-	d->cfg->trust = TRUST_ANONYMOUS;
+	/* A peer rackd before host keys: only trust anonymous keys it. */
+	if (orders_case == CASE_ANONYMOUS)
+		d->cfg->trust = TRUST_ANONYMOUS;
 	fz_wire(d);
 	d->config_path = CONFIG_PATH;
 	d->sock_path = "orders";
 	d->state->path = NULL;
 	fz_d = d;
 	daemon_start(d);
+	if (orders_case == CASE_DERIVED)
+		share_pair(d, seed, n);
 	addresses();
 	fz_auto = false;
 	orders_settle(d);

@@ -38,6 +38,21 @@ static const char *const reach_names[R_MAX] = {
 static bool reached[R_MAX];
 static uint64_t reached_total[R_MAX], inputs;
 
+/* rackd's set-up counters (rackd.h), as last seen in this input, and
+ * what they moved by across inputs: how connections were keyed, and
+ * the anonymous exchanges and host keys refused. */
+enum { K_ANONYMOUS, K_EXCHANGE, K_DERIVED, K_REFUSED, K_MISMATCH, K_MAX };
+static const char *const keyed_names[K_MAX] = {
+	"anonymous", "host-handshake", "derived", "anonymous-refused",
+	"host-key-mismatch",
+};
+static uint64_t keyed_seen[K_MAX], keyed_total[K_MAX];
+/* When trust was last seen anonymous in this input, and the set-up
+ * deadline then: a set-up begun before a reload to other trust may end
+ * anonymously within it. */
+static bool anon_seen;
+static uint64_t anon_last, anon_deadline;
+
 static const char *cname(const struct conn *c)
 {
 	static char buf[64];
@@ -157,6 +172,11 @@ static void check_conn(struct rackd *d, struct conn *c)
 	if ((c->state == CONN_CONNECTED || c->state == CONN_SUSPENDED) &&
 	    c->peer == PEER_RACKS)
 		FZ_CHECK(e && e->keyed, "%s: managed without keys", cname(c));
+	/* A key from a host pair names the host it is shared with. */
+	FZ_CHECK(!e || !e->keyed || e->have_peer_host ||
+		 (e->source != KEY_SOURCE_EXCHANGE &&
+		  e->source != KEY_SOURCE_DERIVED), "%s: keyed from a host "
+		 "pair, with no peer host", cname(c));
 	FZ_CHECK(c->state != CONN_SETUP || (e && c->peer == PEER_RACKS),
 		 "%s: set-up without key state", cname(c));
 	/* The sweep leaves handshakes and set-ups to their own deadline. */
@@ -329,6 +349,39 @@ static void check_nft(struct rackd *d)
 		 d->adopt_rules ? "in" : "out");
 }
 
+/*
+ * Where trust is not anonymous, no connection is keyed anonymously: a
+ * rackd before host keys is refused (anonymous_refused, or its set-up
+ * times out), never managed. Judged by the trust in force when rackd's
+ * count moved (a restart starts the counts again), but for set-ups that
+ * began under trust anonymous before a reload changed it: those end
+ * within their setup_timeout, as they began.
+ */
+static void check_trust(struct rackd *d)
+{
+	const uint64_t now[K_MAX] = {
+		d->edp.keyed_anonymous, d->edp.keyed_exchange,
+		d->edp.keyed_derived, d->edp.anonymous_refused,
+		d->edp.hs_mismatch,
+	};
+
+	for (int k = 0; k < K_MAX; k++) {
+		if (now[k] < keyed_seen[k])
+			keyed_seen[k] = 0;
+		keyed_total[k] += now[k] - keyed_seen[k];
+	}
+	if (d->cfg->trust == TRUST_ANONYMOUS || d->cfg->ntrust) {
+		anon_seen = true;
+		anon_last = fz_now;
+		anon_deadline = d->cfg->setup_timeout_ms;
+	}
+	FZ_CHECK(now[K_ANONYMOUS] == keyed_seen[K_ANONYMOUS] ||
+		 (anon_seen && fz_now <= anon_last + anon_deadline),
+		 "a connection keyed anonymously where trust is %s",
+		 trust_policy_name(d->cfg->trust));
+	memcpy(keyed_seen, now, sizeof(keyed_seen));
+}
+
 static void count_reached(void)
 {
 	for (size_t i = 0; i < nconns; i++) {
@@ -367,12 +420,15 @@ void fz_check(struct rackd *d)
 	check_wires();
 	check_timers();
 	check_nft(d);
+	check_trust(d);
 	count_reached();
 }
 
 void fz_check_input_done(void)
 {
 	bound_floor = 0;
+	memset(keyed_seen, 0, sizeof(keyed_seen));
+	anon_seen = false;
 	inputs++;
 	for (int i = 0; i < R_MAX; i++) {
 		reached_total[i] += reached[i];
@@ -387,6 +443,16 @@ void fz_check_stats_print(void)
 	for (int i = 0; i < R_MAX; i++)
 		fprintf(stderr, " %s %llu", reach_names[i],
 			(unsigned long long)reached_total[i]);
+	fprintf(stderr, "\nfuzz_engine: rackd's set-ups:");
+	for (int k = 0; k < K_MAX; k++)
+		fprintf(stderr, " %s %llu", keyed_names[k],
+			(unsigned long long)keyed_total[k]);
+	fprintf(stderr, "; the peers' host handshakes %llu, derived keys "
+		"%llu, anonymous keys %llu, failed handshakes %llu",
+		(unsigned long long)fz_model_exchanges,
+		(unsigned long long)fz_model_derived,
+		(unsigned long long)fz_model_anonymous,
+		(unsigned long long)fz_model_hs_failed);
 	fprintf(stderr, "\nfuzz_engine: messages the peers could not verify "
 		"%llu (stale reconnection confirmations %llu); events posted:",
 		(unsigned long long)fz_peer_unverified,

@@ -20,8 +20,10 @@
  *   kernel.c the local kernel's sockets and their TCP
  *   pool.c   the addresses and ports flows are made of
  *   peer.c   the remote hosts: a kernel and, optionally, a well-behaved
- *            peer rackd that completes set-up with real X25519 keys and
- *            answers with valid MACs
+ *            peer rackd that answers with valid MACs
+ *   peer_setup.c  that rackd's set-up: a host key, a Noise XX handshake
+ *            and host pairs (or the anonymous exchange of a rackd
+ *            before host keys), retransmitted as rackd does
  *   raw.c    segments crafted from the input, valid or not
  *   check.c  the invariants checked after every step
  *
@@ -36,7 +38,9 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "hostpair.h"
 #include "keys.h"
+#include "noise.h"
 #include "rackd.h"
 #include "rtnl.h"
 
@@ -306,6 +310,33 @@ void fz_rng_install(void);
 
 /* ---- the remote hosts (peer.c) ---- */
 
+/* What a rackd with host keys says in its SYN or SYN-ACK (option.h),
+ * and hears in the other's: the nonces and host pairs. */
+struct fz_offer {
+	bool made;		/* nonce and host pair chosen (sent) */
+	bool short_form;	/* ours: the flag alone (no room: TCP-MD5) */
+	bool heard_long;	/* the other's speaks host keys (long form,
+				 * or the short one with the flag) */
+	uint8_t nonce_local[EDP_NONCE_LEN], nonce_remote[EDP_NONCE_LEN];
+	uint32_t hp_sent, hp_heard;
+};
+
+/* A Noise XX handshake under way (rackd's hostauth.c): the peer's
+ * message being put together from its fragments, our last one. */
+struct fz_hs {
+	bool on, done;
+	struct noise_hs noise;
+	uint8_t in[EDP_HS_MAX_FRAGS * EDP_HS_FRAG];
+	uint8_t in_msg, in_len, in_have;
+	uint8_t out[EDP_HS_MAX_FRAGS * EDP_HS_FRAG];
+	uint8_t out_msg, out_len;
+	uint8_t expect;		/* the message it waits for: 1 to 3 */
+};
+
+/* How a peer's connection was keyed, as rackd's key_source. */
+enum fz_key_source { FZ_KEY_NONE, FZ_KEY_ANONYMOUS, FZ_KEY_EXCHANGE,
+		     FZ_KEY_DERIVED };
+
 /* A remote host's view of flow N: its kernel socket and its rackd. */
 struct fz_peer {
 	bool racks;		/* runs rackd */
@@ -320,6 +351,17 @@ struct fz_peer {
 	bool offered;		/* both SYN and SYN-ACK carried racks */
 	bool setup, client, have_ours, keyed, connected, wait_done;
 	bool adopting;
+	/* A rackd with host keys (peer_setup.c), else one before them: the
+	 * short option and the anonymous exchange only. */
+	bool hostkeys;
+	struct fz_offer offer;
+	struct fz_hs hs;
+	enum fz_key_source source;
+	uint32_t hp_id;		/* the host pair its key came from */
+	/* Its set-up's retransmission (as rackd's setup_retry()): when,
+	 * the interval, how many so far. */
+	uint64_t retry_at, retry_ms;
+	unsigned retries;
 	struct edp_keypair kp;
 	struct edp_transcript t;
 	uint8_t key[EDP_SECRET_LEN];
@@ -343,10 +385,81 @@ extern uint64_t fz_peer_unverified;
  * where the connection is now (refused by the peer, MAC right). */
 extern uint64_t fz_peer_stale_confirms;
 
+/*
+ * The remote hosts' rackd (peer_setup.c): one host key for all of them
+ * (one machine, several addresses), fixed per input, replaced on demand;
+ * the host pairs it made with our rackd, newest first (as many as rackd
+ * keeps per peer), offered as client once a set-up keyed from them
+ * completed (confirmed, as rackd's host_pairs_confirm()); and its trust,
+ * accept-new (any host key: the model never refuses one) or anonymous
+ * (it offers no host pair, and keys with KEY).
+ */
+#define FZ_MODEL_PAIRS 3
+struct fz_model_pair {
+	uint32_t id;
+	bool confirmed;
+	uint8_t secret[EDP_HOSTPAIR_SECRET_LEN];
+	uint8_t peer_pk[EDP_KEY_LEN];	/* our rackd's host key */
+};
+struct fz_model {
+	bool hostkeys;		/* peers start as rackds with host keys */
+	bool anonymous;		/* their trust is anonymous */
+	uint32_t seed;
+	unsigned generation;	/* of the host key */
+	uint8_t sk[EDP_KEY_LEN], pk[EDP_KEY_LEN];
+	struct fz_model_pair pairs[FZ_MODEL_PAIRS];
+	unsigned npairs;
+};
+extern struct fz_model fz_model;
+/* Across inputs: the model's host handshakes finished, its connections
+ * keyed from a host pair, anonymously, its handshakes that failed (a
+ * fragment of another, damaged or forged). */
+extern uint64_t fz_model_exchanges, fz_model_derived, fz_model_anonymous,
+	fz_model_hs_failed;
+
+/* Before fz_peer_reset(): the remote hosts' rackd for this input. */
+void fz_model_reset(bool hostkeys, bool anonymous, uint32_t seed);
+/* Its host gets a new host key: its host pairs go (rackd still has
+ * them, for a key it no longer holds). Or it loses its host pairs only
+ * (its file gone, or our host key removed from its trust). */
+void fz_model_new_key(void);
+void fz_model_forget_pairs(void);
+/* The host pair both ends hold (what a finished handshake leaves):
+ * SECRET given, our rackd's host key RACKD_PK; its id. Not confirmed
+ * yet: a connection keyed from it has to complete first. */
+uint32_t fz_model_add_pair(const uint8_t *secret, const uint8_t *rackd_pk);
+
+/* peer.c and peer_setup.c between them. */
+void fz_peer_clear(struct fz_peer *p);
+void fz_peer_send_msg(const struct fz_peer *p, const struct edp_msg *m);
+/* A message of rackd's that P verified (OK) or not, named WHAT. */
+void fz_peer_verified(const struct fz_peer *p, bool ok, const char *what);
+/* P's racks option of TYPE (SYN, SYNACK) into M: the long form for a
+ * rackd with host keys, nonce and host pair chosen at the first; the
+ * short one with the host-keys flag when SHORT_FORM (no room). */
+void fz_peer_offer(struct fz_peer *p, uint8_t type, bool short_form,
+		   struct edp_msg *m);
+/* rackd's SYN or SYN-ACK option M: its nonce and host pair, the first
+ * copy's. */
+void fz_peer_heard(struct fz_peer *p, const struct edp_msg *m);
+/* Set-up begins (CLIENT: P sends first), after the handshake or an
+ * agreed adoption; a set-up message of rackd's for P. */
+void fz_peer_setup_start(struct fz_peer *p, bool client);
+void fz_peer_setup_message(struct fz_peer *p, const struct edp_msg *m);
+/* The input makes P say it again: WHAT 1 its first message (KEY, or
+ * its last host handshake message), 2 CONFIRM, 3 DONE. */
+void fz_peer_setup_again(struct fz_peer *p, int what);
+/* The peers' retransmission timers: the next due (UINT64_MAX: none),
+ * and those due now run (fake.c's fz_advance()). */
+uint64_t fz_peer_next_due(void);
+void fz_peer_run_due(void);
+
 /* A segment from this host reaches the remote hosts. */
 void fz_peer_receive(const uint8_t *pkt, size_t len);
 /* The remote app of flow N connects (with racks' option if its host
- * runs rackd, a probe's DSCP with PROBE). */
+ * runs rackd, a probe's DSCP with PROBE). OPTBITS: 1 the usual options
+ * first, 0x20 no racks option, 0x40 the short form with the host-keys
+ * flag (no room for more). */
 void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe);
 /* Its kernel retransmits its SYN (same ISN, without racks' option: its
  * rackd offers in the first SYN only). */

@@ -157,22 +157,33 @@ bool fz_run_due(void)
 	return true;
 }
 
+/* The remote rackds' retransmissions due now (peer_setup.c), beside
+ * ours; the wire in auto mode. */
+static void others_due(void)
+{
+	fz_peer_run_due();
+	if (fz_auto)
+		fz_net_drain();
+}
+
 void fz_advance(uint64_t ms)
 {
-	uint64_t end = fz_now + ms;
+	uint64_t end = fz_now + ms, next;
 
 	for (;;) {
 		if (!fz_run_due())
 			return;
-		if (fz_auto)
-			fz_net_drain();
-		if (!heap.count || heap.items[0]->deadline > end)
+		others_due();
+		next = fz_peer_next_due();
+		if (heap.count && heap.items[0]->deadline < next)
+			next = heap.items[0]->deadline;
+		if (next > end)
 			break;
-		fz_now = heap.items[0]->deadline;
+		fz_now = next;
 	}
 	fz_now = end;
-	if (fz_run_due() && fz_auto)
-		fz_net_drain();
+	if (fz_run_due())
+		others_due();
 }
 
 /* ---- the queues: the fail-open one and the strict one ---- */

@@ -402,10 +402,26 @@ bool fz_net_deliver_at(unsigned i, bool drop)
 	return fz_net_deliver(drop);
 }
 
+/* Drains in a row that stopped at their bound with segments still on
+ * the wire. */
+static unsigned unending;
+
 void fz_net_drain(void)
 {
-	for (unsigned i = 0; i < 256 && fz_net_deliver(false); i++)
+	unsigned i;
+
+	for (i = 0; i < 256 && fz_net_deliver(false); i++)
 		;
+	if (i < 256 || !wire_n) {
+		unending = 0;
+		return;
+	}
+	/* Well-behaved ends answer a segment with a few at most, and those
+	 * need no answer: a wire that never empties is two ends answering
+	 * each other without end (BUGS.md, handshake-restart-loop). */
+	FZ_CHECK(++unending < 4, "the wire never empties: %u segments "
+		 "delivered in a row, and more keep coming (at %llu ms)",
+		 256 * unending, (unsigned long long)fz_now);
 }
 
 void fz_net_dup(void)
@@ -442,6 +458,7 @@ void fz_net_reset(void)
 		pooled = true;
 	}
 	wire_head = wire_n = back_head = back_n = 0;
+	unending = 0;
 	fz_auto = false;
 	fz_cut = 0;
 }

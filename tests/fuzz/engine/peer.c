@@ -3,8 +3,9 @@
  * The remote hosts of the stateful fuzzer (engine.h): for each flow, the
  * remote end's kernel socket and, if its host runs one, a well-behaved
  * peer rackd. That rackd does what rackd does on the other end: it
- * offers racks in its SYN and SYN-ACK, completes set-up with real X25519
- * keys and the transcript of edp/keys.c, answers heartbeats, AWAY and
+ * offers racks in its SYN and SYN-ACK, completes set-up (peer_setup.c:
+ * a host handshake or a key derived from a host pair; the anonymous
+ * exchange of a rackd before host keys), answers heartbeats, AWAY and
  * reconnections (in SYN-ACKs, rcsyn.h) with valid MACs and counters,
  * follows a reconnection to where it came from, answers ADOPT with the
  * connection's true numbers and sets up after it; and, when the input
@@ -37,8 +38,9 @@ static unsigned index_of(const struct fz_peer *p)
 	return (unsigned)(p - fz_peers);
 }
 
-/* Its rackd starts over for this connection (a new handshake). */
-static void forget(struct fz_peer *p)
+/* Its rackd starts over for this connection (a new handshake); its
+ * host's key and host pairs stay. */
+void fz_peer_clear(struct fz_peer *p)
 {
 	p->offered = p->setup = p->client = p->have_ours = false;
 	p->keyed = p->connected = p->wait_done = p->adopting = false;
@@ -46,6 +48,13 @@ static void forget(struct fz_peer *p)
 	memset(&p->kp, 0, sizeof(p->kp));
 	memset(&p->t, 0, sizeof(p->t));
 	memset(p->key, 0, sizeof(p->key));
+	memset(&p->offer, 0, sizeof(p->offer));
+	noise_hs_wipe(&p->hs.noise);
+	memset(&p->hs, 0, sizeof(p->hs));
+	p->source = FZ_KEY_NONE;
+	p->hp_id = 0;
+	p->retry_at = p->retry_ms = 0;
+	p->retries = 0;
 	p->conn_id = 0;
 	p->hb_out = p->hb_in = p->hb_acked = 0;
 }
@@ -72,7 +81,7 @@ static void base_seg(const struct fz_peer *p, struct fz_seg *s, uint8_t flags)
 }
 
 /* As channel_send() sends them: zero-length, a keepalive's numbers. */
-static void send_msg(const struct fz_peer *p, const struct edp_msg *m)
+void fz_peer_send_msg(const struct fz_peer *p, const struct edp_msg *m)
 {
 	struct fz_seg s;
 
@@ -105,29 +114,13 @@ static void send_numbered(const struct fz_peer *p, uint8_t type,
 	struct edp_msg m;
 
 	fz_peer_numbered(p, type, counter, &m);
-	send_msg(p, &m);
-}
-
-static void send_key(const struct fz_peer *p)
-{
-	struct edp_msg m = { .version = EDP_VERSION, .type = EDP_KEY };
-
-	memcpy(m.key, p->kp.pk, EDP_KEY_LEN);
-	send_msg(p, &m);
-}
-
-static void send_mac(const struct fz_peer *p, uint8_t type, enum edp_role role)
-{
-	struct edp_msg m = { .version = EDP_VERSION, .type = type };
-
-	edp_mac(p->key, role, &p->t, m.mac);
-	send_msg(p, &m);
+	fz_peer_send_msg(p, &m);
 }
 
 uint64_t fz_peer_unverified, fz_peer_stale_confirms;
 
 /* A message of ours that a well-behaved peer could not verify. */
-static void verified(const struct fz_peer *p, bool ok, const char *what)
+void fz_peer_verified(const struct fz_peer *p, bool ok, const char *what)
 {
 	bool numbered = strcmp(what, "CONFIRM") && strcmp(what, "DONE");
 
@@ -139,79 +132,6 @@ static void verified(const struct fz_peer *p, bool ok, const char *what)
 		 index_of(p), what);
 }
 
-/* ---- set-up, as setup.c does it on the other end ---- */
-
-static void setup_start(struct fz_peer *p, bool client)
-{
-	bool adopting = p->adopting;
-
-	forget(p);
-	p->adopting = adopting;
-	p->offered = true;
-	p->setup = true;
-	p->client = client;
-	edp_keypair_new(&p->kp);
-	p->t.isn_client = client ? p->isn : p->risn;
-	p->t.isn_server = client ? p->risn : p->isn;
-	memcpy(client ? p->t.pk_client : p->t.pk_server, p->kp.pk,
-	       EDP_KEY_LEN);
-	if (client)
-		send_key(p);
-}
-
-static bool take_key(struct fz_peer *p, const uint8_t *pk)
-{
-	uint8_t *slot = p->client ? p->t.pk_server : p->t.pk_client;
-
-	if (p->have_ours)
-		return memcmp(slot, pk, EDP_KEY_LEN) == 0;
-	memcpy(slot, pk, EDP_KEY_LEN);
-	if (edp_derive(&p->kp, pk, &p->t, p->key))
-		return false;
-	p->have_ours = p->keyed = true;
-	p->conn_id = edp_conn_id(p->key);
-	return true;
-}
-
-static void setup_message(struct fz_peer *p, const struct edp_msg *m)
-{
-	switch (m->type) {
-	case EDP_KEY:
-		if (!take_key(p, m->key) || p->client)
-			return;
-		send_key(p);
-		send_mac(p, EDP_CONFIRM, EDP_ROLE_SERVER_CONFIRM);
-		return;
-	case EDP_CONFIRM:
-		if (!p->keyed)
-			return;
-		if (!p->client) {
-			bool ok = !edp_mac_verify(p->key,
-						  EDP_ROLE_CLIENT_CONFIRM,
-						  &p->t, m->mac);
-
-			verified(p, ok, "CONFIRM");
-			if (!ok)
-				return;
-			p->connected = true;
-			send_mac(p, EDP_DONE, EDP_ROLE_SERVER_DONE);
-			return;
-		}
-		verified(p, !edp_mac_verify(p->key, EDP_ROLE_SERVER_CONFIRM,
-					    &p->t, m->mac), "CONFIRM");
-		p->wait_done = true;
-		send_mac(p, EDP_CONFIRM, EDP_ROLE_CLIENT_CONFIRM);
-		return;
-	case EDP_DONE:
-		if (!p->keyed || !p->client)
-			return;
-		verified(p, !edp_mac_verify(p->key, EDP_ROLE_SERVER_DONE,
-					    &p->t, m->mac), "DONE");
-		p->connected = true;
-		return;
-	}
-}
-
 /* ---- after set-up: numbered messages ---- */
 
 static bool numbered_ok(const struct fz_peer *p, const struct edp_msg *m)
@@ -221,7 +141,7 @@ static bool numbered_ok(const struct fz_peer *p, const struct edp_msg *m)
 			&p->t, m->mac);
 
 	if (p->keyed)
-		verified(p, ok, edp_type_name(m->type));
+		fz_peer_verified(p, ok, edp_type_name(m->type));
 	return ok;
 }
 
@@ -249,7 +169,7 @@ static void confirmed(struct fz_peer *p, const struct fz_seg *s,
 		stale |= challenge_ok(p, m, p->old_challenges[i]);
 	if (stale)
 		fz_peer_stale_confirms++;
-	verified(p, ok || stale, "RECONNECT_CONFIRM");
+	fz_peer_verified(p, ok || stale, "RECONNECT_CONFIRM");
 	if (!ok || m->counter <= p->hb_in)
 		return;
 	p->hb_in = m->counter;
@@ -297,7 +217,7 @@ static void send_adopt(const struct fz_peer *p, bool agreed, bool wrong)
 			     .x_peer = p->risn + 1,
 			     .flags = agreed ? EDP_ADOPT_AGREED : 0 };
 
-	send_msg(p, &m);
+	fz_peer_send_msg(p, &m);
 }
 
 static void adopt_message(struct fz_peer *p, const struct edp_msg *m)
@@ -317,7 +237,7 @@ static void adopt_message(struct fz_peer *p, const struct edp_msg *m)
 		return;		/* agreed already: set-up is under way */
 	p->adopting = true;
 	/* The end whose own first byte is the lower one is the client. */
-	setup_start(p, own < peer);
+	fz_peer_setup_start(p, own < peer);
 }
 
 /* ---- reconnection SYNs (rcsyn.h) ---- */
@@ -459,19 +379,21 @@ static void kernel_synack(struct fz_peer *p)
 	base_seg(p, &s, TCP_FLAG_SYN | TCP_FLAG_ACK);
 	s.seq = p->isn;
 	s.optlen = fz_rcsyn_options(EDP_RECONNECT, 0, s.opt) - EDP_MARKER_SIZE;
-	if (p->offered)
+	if (p->offered) {
+		fz_peer_offer(p, EDP_SYNACK, false, &m);
 		s.optlen += edp_option_build(&m, s.opt + s.optlen,
 					     sizeof(s.opt) - s.optlen);
+	}
 	send_seg(&s);
 }
 
-static bool carries(const struct fz_seg *s, uint8_t type)
+/* S's racks option of TYPE, into M; false if it carries none. */
+static bool carries(const struct fz_seg *s, uint8_t type, struct edp_msg *m)
 {
 	size_t len = 0;
 	const uint8_t *o = fz_exp_option(s, &len);
-	struct edp_msg m;
 
-	return o && edp_option_parse(o, len, &m) == EDP_OK && m.type == type;
+	return o && edp_option_parse(o, len, m) == EDP_OK && m->type == type;
 }
 
 static void kernel_ack(const struct fz_peer *p)
@@ -485,6 +407,7 @@ static void kernel_ack(const struct fz_peer *p)
 static void kernel_receive(struct fz_peer *p, const struct fz_seg *s)
 {
 	bool syn = s->flags & TCP_FLAG_SYN, ack = s->flags & TCP_FLAG_ACK;
+	struct edp_msg m;
 
 	if (s->flags & TCP_FLAG_RST) {
 		if (p->sock && (s->seq == p->rcv_nxt || !p->established))
@@ -503,17 +426,19 @@ static void kernel_receive(struct fz_peer *p, const struct fz_seg *s)
 		}
 		if (p->sock && p->established)
 			return;
-		forget(p);
+		fz_peer_clear(p);
 		p->sock = true;
 		p->active = p->established = false;
 		p->isn = fz_rand();
 		p->risn = s->seq;
 		p->snd_nxt = p->isn + 1;
 		p->rcv_nxt = s->seq + 1;
-		p->offered = p->racks && !p->silent && carries(s, EDP_SYN);
+		p->offered = p->racks && !p->silent && carries(s, EDP_SYN, &m);
+		if (p->offered)
+			fz_peer_heard(p, &m);
 		kernel_synack(p);
 		if (p->offered)
-			setup_start(p, false);
+			fz_peer_setup_start(p, false);
 		return;
 	}
 	if (syn) {
@@ -523,9 +448,10 @@ static void kernel_receive(struct fz_peer *p, const struct fz_seg *s)
 			p->risn = s->seq;
 			p->rcv_nxt = s->seq + 1;
 			kernel_ack(p);
-			if (p->syn_offered && carries(s, EDP_SYNACK))
-				setup_start(p, true);
-			else if (p->syn_offered)
+			if (p->syn_offered && carries(s, EDP_SYNACK, &m)) {
+				fz_peer_heard(p, &m);
+				fz_peer_setup_start(p, true);
+			} else if (p->syn_offered)
 				/* Answered plain (our offer lost, late or
 				 * stripped): its rackd adopts (adopt.c). */
 				send_adopt(p, false, false);
@@ -576,7 +502,7 @@ void fz_peer_receive(const uint8_t *pkt, size_t len)
 		else if (m.type == EDP_ADOPT)
 			adopt_message(p, &m);
 		else if (p->setup)
-			setup_message(p, &m);
+			fz_peer_setup_message(p, &m);
 		return;
 	}
 	p = by_tuple(&s.dst, &s.src);
@@ -594,7 +520,7 @@ void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe)
 
 	if (p->sock && p->established)
 		return;
-	forget(p);
+	fz_peer_clear(p);
 	fz_flow_endpoints(n, &p->ours, &p->wire);
 	p->sock = p->active = true;
 	p->established = false;
@@ -608,9 +534,12 @@ void fz_peer_connect(unsigned n, uint32_t isn, uint8_t optbits, bool probe)
 	s.ack = 0;
 	s.optlen = optbits & 1 ? fz_rcsyn_options(EDP_RECONNECT, 0, s.opt) -
 				 EDP_MARKER_SIZE : 0;
-	if (p->syn_offered)
+	if (p->syn_offered) {
+		/* 0x40: no room for the long form (TCP-MD5's signature). */
+		fz_peer_offer(p, EDP_SYN, optbits & 0x40, &m);
 		s.optlen += edp_option_build(&m, s.opt + s.optlen,
 					     sizeof(s.opt) - s.optlen);
+	}
 	send_seg(&s);
 }
 
@@ -654,13 +583,9 @@ void fz_peer_message(unsigned n, uint8_t what, uint8_t arg)
 			send_numbered(p, EDP_HEARTBEAT,
 				      arg & 1 ? p->hb_out : ++p->hb_out);
 		return;
-	case 1:
-		if (p->setup && p->client && !p->connected)
-			send_key(p);
-		return;
-	case 2:
-		if (p->keyed && p->client && p->wait_done)
-			send_mac(p, EDP_CONFIRM, EDP_ROLE_CLIENT_CONFIRM);
+	case 1:		/* its set-up's first message again */
+	case 2:		/* its CONFIRM again */
+		fz_peer_setup_again(p, what % 8);
 		return;
 	case 3:		/* its process is being checkpointed */
 		if (p->connected)
@@ -678,9 +603,8 @@ void fz_peer_message(unsigned n, uint8_t what, uint8_t arg)
 		if (p->connected)
 			send_rcsyn(p, ++p->hb_out, NULL, NULL);
 		return;
-	default:
-		if (p->keyed && !p->client)
-			send_mac(p, EDP_DONE, EDP_ROLE_SERVER_DONE);
+	default:	/* its DONE again */
+		fz_peer_setup_again(p, 3);
 	}
 }
 
@@ -697,7 +621,7 @@ void fz_peer_move(unsigned n, int ai, int pi, bool reconnect)
 
 void fz_peer_forget(unsigned n)
 {
-	forget(&fz_peers[n]);
+	fz_peer_clear(&fz_peers[n]);
 }
 
 void fz_peer_reset(void)
@@ -706,5 +630,6 @@ void fz_peer_reset(void)
 	for (unsigned n = 0; n < FZ_FLOWS; n++) {
 		fz_flow_endpoints(n, &fz_peers[n].ours, &fz_peers[n].wire);
 		fz_peers[n].racks = true;
+		fz_peers[n].hostkeys = fz_model.hostkeys;
 	}
 }

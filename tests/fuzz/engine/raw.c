@@ -6,7 +6,8 @@
  * sequence and acknowledgement numbers (random, or derived from what
  * either end knows, so that plausible ones come often), the option
  * (racks' messages valid or not, with valid MACs where the peer's keys
- * allow, ADOPT, markers, a reconnection SYN's layout, others), the
+ * allow, ADOPT, markers, a reconnection SYN's layout, host handshake
+ * fragments replayed or forged, the long SYN option, others), the
  * payload, the DSCP and checksum, and the direction.
  *
  * Incoming ones go straight to prerouting, with the queue's checksum
@@ -60,50 +61,52 @@ static void options(struct fz_seg *s, const struct fz_peer *p, uint8_t kind,
 	struct edp_msg m = { .version = EDP_VERSION };
 	uint8_t type = numbered[arg % sizeof(numbered)];
 
-	switch (kind % 19) {
+	/* Kinds 19 and 20 came with host keys: below 19, as before. */
+	kind %= 21;
+	switch (kind) {
 	case 0:
 		return;
 	case 1:
 	case 2:
-		m.type = kind % 19 == 1 ? EDP_SYN : EDP_SYNACK;
+		m.type = kind == 1 ? EDP_SYN : EDP_SYNACK;
 		m.flags = arg;
 		break;
 	case 3:
 	case 4:
 		m.type = EDP_KEY;
 		for (int i = 0; i < EDP_KEY_LEN; i++)
-			m.key[i] = kind % 19 == 4 ? p->kp.pk[i] : (uint8_t)fz_rand();
+			m.key[i] = kind == 4 ? p->kp.pk[i] : (uint8_t)fz_rand();
 		break;
 	case 5:
 	case 6:
 	case 7:
-		m.type = kind % 19 == 7 ? EDP_DONE : EDP_CONFIRM;
-		if (kind % 19 == 6)
+		m.type = kind == 7 ? EDP_DONE : EDP_CONFIRM;
+		if (kind == 6)
 			for (int i = 0; i < EDP_MAC_LEN; i++)
 				m.mac[i] = (uint8_t)fz_rand();
 		else
-			edp_mac(p->key, kind % 19 == 7 ? EDP_ROLE_SERVER_DONE :
+			edp_mac(p->key, kind == 7 ? EDP_ROLE_SERVER_DONE :
 				p->client ? EDP_ROLE_CLIENT_CONFIRM
 					  : EDP_ROLE_SERVER_CONFIRM,
 				&p->t, m.mac);
 		break;
 	case 8:		/* valid, the next counter or an old one */
 	case 9:
-		fz_peer_numbered(p, type, kind % 19 == 8 ? p->hb_out + 1 :
+		fz_peer_numbered(p, type, kind == 8 ? p->hb_out + 1 :
 				 p->hb_in, &m);
 		break;
 	case 10:	/* a forged MAC */
 	case 11:	/* for a connection nobody knows */
 		fz_peer_numbered(p, type, p->hb_out + 1, &m);
 		m.mac[arg % EDP_MAC_LEN] ^= 1;
-		if (kind % 19 == 11)
+		if (kind == 11)
 			m.conn_id = (uint64_t)fz_rand() << 32 | fz_rand();
 		break;
 	case 12:
 	case 13:
 		m.type = EDP_ADOPT;
-		m.x_own = kind % 19 == 12 ? p->isn + 1 : fz_rand();
-		m.x_peer = kind % 19 == 12 ? p->risn + 1 + (arg & 0x10) : fz_rand();
+		m.x_own = kind == 12 ? p->isn + 1 : fz_rand();
+		m.x_peer = kind == 12 ? p->risn + 1 + (arg & 0x10) : fz_rand();
 		m.flags = arg & 1;
 		break;
 	case 14:
@@ -132,6 +135,32 @@ static void options(struct fz_seg *s, const struct fz_peer *p, uint8_t kind,
 		s->paylen = edp_option_build(&m, s->payload, sizeof(s->payload));
 		return;
 	}
+	case 19: {	/* a host handshake's fragment: the peer's, or forged */
+		const struct fz_hs *hs = &p->hs;
+		unsigned frags, n;
+
+		m.type = EDP_HANDSHAKE;
+		m.hs_msg = (uint8_t)(1 + arg % 3);
+		m.hs_len = (uint8_t)noise_xx_msg_len(m.hs_msg - 1, 0);
+		frags = (m.hs_len + EDP_HS_FRAG - 1u) / EDP_HS_FRAG;
+		m.hs_frag = (uint8_t)((arg >> 2) % frags);
+		n = m.hs_frag + 1u < frags ? EDP_HS_FRAG
+					   : m.hs_len - m.hs_frag * EDP_HS_FRAG;
+		if (arg & 0x80 && hs->out_msg == m.hs_msg)
+			memcpy(m.key, hs->out + m.hs_frag * EDP_HS_FRAG, n);
+		else
+			for (unsigned i = 0; i < n; i++)
+				m.key[i] = (uint8_t)fz_rand();
+		break;
+	}
+	case 20:	/* the long SYN / SYN-ACK option: a known host pair */
+		m.type = arg & 1 ? EDP_SYNACK : EDP_SYN;
+		m.has_nonce = 1;
+		m.hp_id = arg & 2 && fz_model.npairs ? fz_model.pairs[0].id
+						     : fz_rand();
+		for (int i = 0; i < EDP_NONCE_LEN; i++)
+			m.nonce[i] = (uint8_t)fz_rand();
+		break;
 	case 17: {	/* TCP Fast Open's experimental option */
 		static const uint8_t tfo[] = { 254, 4, 0xf9, 0x89 };
 
