@@ -48,7 +48,7 @@ EDP_SRC := $(wildcard edp/*.c)
 RACKD_SRC := rackd/main.c rackd/daemon.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
 	$(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
 	$(NETLINK_SRC)
-RACKCTL_SRC := rackctl/rackctl.c $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
+RACKCTL_SRC := $(wildcard rackctl/*.c) $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
 RACKCKPT_SRC := $(wildcard $(addsuffix /*.c,$(CKPT_DIRS))) $(COMMON_SRC) \
 	common/ctlclient.c $(NETLINK_SRC)
 # What the C unit tests link: pure logic (no netlink), the connection
@@ -56,7 +56,8 @@ RACKCKPT_SRC := $(wildcard $(addsuffix /*.c,$(CKPT_DIRS))) $(COMMON_SRC) \
 # that tests include one at a time.
 UNIT_LIB_SRC := rackd/io/packet.c rackd/io/csum.c rackd/core/config.c \
 	rackd/io/timer.c rackd/io/log.c rackd/io/rewrite.c rackd/core/conn.c \
-	rackd/core/halfopen.c \
+	rackd/core/halfopen.c rackd/core/hostkey.c rackd/core/knownhosts.c \
+	rackd/persist/hostkey_file.c rackd/persist/knownhosts_file.c \
 	rackd/core/event.c rackd/core/rackd.c tests/unit/unit.c \
 	tests/unit/fake.c $(EDP_SRC) $(COMMON_SRC)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
@@ -159,8 +160,9 @@ FUZZ_ENGINE_SRC := tests/fuzz/fuzz_engine.c $(wildcard tests/fuzz/engine/*.c) \
 	$(filter-out rackd/engine/local.c,$(wildcard rackd/engine/*.c)) \
 	$(wildcard rackd/core/*.c) rackd/io/packet.c rackd/io/csum.c \
 	rackd/io/rewrite.c rackd/io/timer.c rackd/persist/state.c \
-	rackd/ctl/ctl_cmds.c rackd/ctl/ctl_migrate.c edp/option.c edp/keys.c \
-	edp/announce.c nft/splicemap.c nft/adoptset.c nft/offerset.c \
+	rackd/persist/hostkey_file.c rackd/persist/knownhosts_file.c \
+	rackd/ctl/ctl_cmds.c rackd/ctl/ctl_migrate.c rackd/ctl/ctl_hosts.c \
+	edp/option.c edp/keys.c edp/announce.c edp/hostid.c nft/splicemap.c nft/adoptset.c nft/offerset.c \
 	nft/xt_queue.c $(COMMON_SRC)
 FUZZ_ENGINE_FLAGS := -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -325,7 +327,8 @@ TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/tests/disorder \
 	$(BUILD)/bench/connfleet $(BUILD)/tests/noise_peer
 test-tools: $(TEST_TOOLS)
 
-NOISE_PEER_SRC := tests/tools/noise_peer.c edp/noise.c
+NOISE_PEER_SRC := tests/tools/noise_peer.c edp/noise.c edp/hostpair.c \
+	edp/hostid.c
 $(BUILD)/tests/noise_peer: $(NOISE_PEER_SRC) edp/noise.h
 	$(call quiet,CC,$@)
 	$(Q)mkdir -p $(@D)

@@ -13,17 +13,7 @@
 #define ID_LABEL "racks host pair id"
 #define CONN_LABEL "racks derived key v1"
 #define ROTATION_LABEL "racks key rotation v1"
-#define B64_KEY_LEN 44	/* 32 bytes, with padding */
 
-_Static_assert(sizeof(EDP_HOST_KEY_PREFIX) - 1 + B64_KEY_LEN + 1 ==
-	       EDP_HOST_KEY_STRLEN, "host key string");
-_Static_assert(sodium_base64_ENCODED_LEN(EDP_HOST_KEY_LEN,
-		sodium_base64_VARIANT_ORIGINAL) == B64_KEY_LEN + 1,
-	       "padded base64 of a key");
-_Static_assert(sizeof(EDP_HOST_FP_PREFIX) - 1 +
-	       sodium_base64_ENCODED_LEN(crypto_hash_sha256_BYTES,
-		sodium_base64_VARIANT_ORIGINAL_NO_PADDING) ==
-	       EDP_HOST_FP_STRLEN, "fingerprint string");
 _Static_assert(EDP_HOST_KEY_LEN == crypto_scalarmult_BYTES, "X25519");
 
 static void put_be32(uint8_t *p, uint32_t v)
@@ -142,57 +132,4 @@ int edp_rotation_verify(const uint8_t our_sk[EDP_HOST_KEY_LEN],
 		err = -EBADMSG;
 	sodium_memzero(want, sizeof(want));
 	return err;
-}
-
-void edp_host_fingerprint(const uint8_t pk[EDP_HOST_KEY_LEN],
-			  char out[EDP_HOST_FP_STRLEN])
-{
-	uint8_t digest[crypto_hash_sha256_BYTES];
-	size_t prefix = sizeof(EDP_HOST_FP_PREFIX) - 1;
-
-	crypto_hash_sha256(digest, pk, EDP_HOST_KEY_LEN);
-	memcpy(out, EDP_HOST_FP_PREFIX, prefix);
-	sodium_bin2base64(out + prefix, EDP_HOST_FP_STRLEN - prefix, digest,
-			  sizeof(digest),
-			  sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
-}
-
-void edp_host_key_format(const uint8_t pk[EDP_HOST_KEY_LEN],
-			 char out[EDP_HOST_KEY_STRLEN])
-{
-	size_t prefix = sizeof(EDP_HOST_KEY_PREFIX) - 1;
-
-	memcpy(out, EDP_HOST_KEY_PREFIX, prefix);
-	sodium_bin2base64(out + prefix, EDP_HOST_KEY_STRLEN - prefix, pk,
-			  EDP_HOST_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
-}
-
-int edp_host_key_parse(const char *s, uint8_t pk[EDP_HOST_KEY_LEN])
-{
-	size_t prefix = sizeof(EDP_HOST_KEY_PREFIX) - 1;
-	uint8_t bin[EDP_HOST_KEY_LEN];
-	char back[B64_KEY_LEN + 1];
-	const char *end;
-	size_t len;
-
-	if (strncmp(s, EDP_HOST_KEY_PREFIX, prefix) != 0)
-		return -EINVAL;
-	s += prefix;
-	if (strnlen(s, B64_KEY_LEN + 1) != B64_KEY_LEN)
-		return -EINVAL;
-	/* libsodium refuses a wrong padding and non-zero unused bits;
-	 * END must be the string's end (nothing ignored). */
-	if (sodium_base642bin(bin, sizeof(bin), s, B64_KEY_LEN, NULL, &len,
-			      &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
-	    len != EDP_HOST_KEY_LEN || end != s + B64_KEY_LEN)
-		return -EINVAL;
-	/* But libsodium 1.0.18 decodes some bytes above 0x7f as base64
-	 * characters (a signed char compared as unsigned: 0xb2 as '/'):
-	 * only the one canonical spelling of the key is taken. */
-	sodium_bin2base64(back, sizeof(back), bin, sizeof(bin),
-			  sodium_base64_VARIANT_ORIGINAL);
-	if (memcmp(back, s, B64_KEY_LEN) != 0)
-		return -EINVAL;
-	memcpy(pk, bin, EDP_HOST_KEY_LEN);
-	return 0;
 }

@@ -27,8 +27,11 @@
  * - nonce_c, nonce_s: 8 fresh random bytes from each side. Either side's
  *   alone makes K new even if the other replays an old SYN (with its
  *   ISN and nonce) to reproduce a key it once saw used.
- * - addr_c, port_c, addr_s, port_s: the 4-tuple, so a key is valid on
- *   one connection only and cannot be moved to another one.
+ * - addr_c, port_c, addr_s, port_s: the 4-tuple, for a caller whose
+ *   two ends see the same one. rackd passes them as zero: a NAT or a
+ *   port forward between the hosts shows each end another tuple, and
+ *   the ISNs and both fresh nonces already make each connection's key
+ *   its own.
  * The labels end in a version so that a later derivation never yields
  * the same bytes. The pair's id is public (it names the pair on the
  * wire) and reveals nothing of the secret.
@@ -44,13 +47,10 @@
 
 #include <stdint.h>
 
+#include "hostid.h"
+
 #define EDP_HOSTPAIR_SECRET_LEN 32
-#define EDP_HOST_KEY_LEN 32			/* an X25519 key */
 #define EDP_ROTATION_PROOF_LEN 16
-#define EDP_HOST_KEY_PREFIX "racks-x25519:"
-#define EDP_HOST_KEY_STRLEN (13 + 44 + 1)	/* prefix, base64, NUL */
-#define EDP_HOST_FP_PREFIX "SHA256:"
-#define EDP_HOST_FP_STRLEN (7 + 43 + 1)		/* prefix, base64, NUL */
 
 /* What both ends of a connection know of it when they derive its key. */
 struct edp_conn_transcript {
@@ -85,16 +85,5 @@ int edp_rotation_verify(const uint8_t our_sk[EDP_HOST_KEY_LEN],
 			const uint8_t old_pk[EDP_HOST_KEY_LEN],
 			const uint8_t new_pk[EDP_HOST_KEY_LEN],
 			const uint8_t proof[EDP_ROTATION_PROOF_LEN]);
-
-/* "SHA256:" and the unpadded base64 of SHA-256(PK), as OpenSSH shows. */
-void edp_host_fingerprint(const uint8_t pk[EDP_HOST_KEY_LEN],
-			  char out[EDP_HOST_FP_STRLEN]);
-/* "racks-x25519:" and the base64 (with padding) of PK. */
-void edp_host_key_format(const uint8_t pk[EDP_HOST_KEY_LEN],
-			 char out[EDP_HOST_KEY_STRLEN]);
-/* The inverse, strict: exactly the prefix and 44 base64 characters that
- * decode to 32 bytes (no spaces, no newline, unused bits zero); 0, or
- * -EINVAL with PK untouched. */
-int edp_host_key_parse(const char *s, uint8_t pk[EDP_HOST_KEY_LEN]);
 
 #endif

@@ -195,8 +195,13 @@ static int probe_connect_any(const struct addrinfo *res, uint32_t timeout_ms,
 
 	for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		ret = probe_connect(ai, timeout_ms, fd, &r->connect_us);
-		if (ret == 0)
+		if (ret == 0) {
+			if (getnameinfo(ai->ai_addr, ai->ai_addrlen, r->peer,
+					sizeof(r->peer), NULL, 0,
+					NI_NUMERICHOST))
+				r->peer[0] = '\0';
 			return 0;
+		}
 	}
 	r->reason = probe_error_str(-ret);
 	return ret;
@@ -290,6 +295,7 @@ static int probe_await(int fd, const struct edp_probe_opts *o,
 		r->verdict = EDP_PROBE_ENHANCED;
 		r->reason = "announcement";
 		edp_announce_host_id(t.buf, r->host_id);
+		r->has_host_key = edp_announce_host_key(t.buf, r->host_key);
 	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "announce.h"
 
 enum edp_probe_verdict {
@@ -31,6 +32,11 @@ struct edp_probe_result {
 	uint64_t wait_ms;	/* the read timeout derived from connect_us */
 	uint64_t bytes;		/* bytes received before EOF */
 	char host_id[EDP_HOST_ID_STRLEN];	/* when enhanced */
+	/* When enhanced with a version 2 announcement: the host's static
+	 * public key (edp/hostid.h), as the server sent it. */
+	bool has_host_key;
+	uint8_t host_key[EDP_ANNOUNCE_KEY_LEN];
+	char peer[ADDR_STRLEN];	/* the address connected to, once connected */
 };
 
 /*

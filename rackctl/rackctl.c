@@ -19,14 +19,10 @@
 #include "ctlclient.h"
 #include "probe.h"
 #include "proto.h"
+#include "rackctl.h"
 
 #define RACKCTL_VERSION "0.1.0"
 #define DEFAULT_SOCKET "/run/racks/rackd.sock"
-
-struct ctx {
-	const char *sock_path;
-	bool json;
-};
 
 struct subcommand {
 	const char *name;
@@ -36,9 +32,7 @@ struct subcommand {
 	int (*run)(struct ctx *ctx, int argc, char **argv);
 };
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -69,8 +63,7 @@ static void send_all(int fd, const char *buf, size_t len)
 		die("%s", err);
 }
 
-/* Send REQUEST (lines without the final blank line) and read the reply. */
-static void transact(struct ctx *ctx, const char *request,
+void transact(struct ctx *ctx, const char *request,
 		     struct ctlclient_reply *r)
 {
 	char err[512];
@@ -81,12 +74,12 @@ static void transact(struct ctx *ctx, const char *request,
 		die("%s", err);
 }
 
-static void reply_free(struct ctlclient_reply *r)
+void reply_free(struct ctlclient_reply *r)
 {
 	ctlclient_reply_free(r);
 }
 
-static bool is_number(const char *s)
+bool is_number(const char *s)
 {
 	if (!*s || (s[0] == '0' && s[1]))
 		return false;
@@ -96,7 +89,7 @@ static bool is_number(const char *s)
 	return true;
 }
 
-static void json_string(const char *s)
+void json_string(const char *s)
 {
 	putchar('"');
 	for (; *s; s++) {
@@ -112,11 +105,13 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-/* Hex identifiers stay strings even when all their digits are decimal. */
+/* Hex identifiers and names stay strings even when all their digits
+ * are decimal. */
 static bool is_hex_key(const char *key)
 {
 	return strcmp(key, "conn_id") == 0 ||
-	       strcmp(key, "key_fingerprint") == 0;
+	       strcmp(key, "key_fingerprint") == 0 ||
+	       strcmp(key, "name") == 0;
 }
 
 static void json_value(const char *key, const char *v)
@@ -128,8 +123,7 @@ static void json_value(const char *key, const char *v)
 		json_string(v);
 }
 
-/* Print keys [from, to) of the reply as one JSON object. */
-static void json_object(const struct proto_msg *m, size_t from, size_t to)
+void json_object(const struct proto_msg *m, size_t from, size_t to)
 {
 	bool first = true;
 
@@ -146,14 +140,12 @@ static void json_object(const struct proto_msg *m, size_t from, size_t to)
 	putchar('}');
 }
 
-/* Index of the next "record" line at or after I, or m->n. */
-static size_t next_record(const struct proto_msg *m, size_t i)
+size_t next_record(const struct proto_msg *m, size_t i)
 {
 	return ctlclient_next_record(m, i);
 }
 
-/* A flat reply: "key value" lines, or one JSON object. */
-static void print_object(const struct ctx *ctx, const struct proto_msg *m)
+void print_object(const struct ctx *ctx, const struct proto_msg *m)
 {
 	if (ctx->json) {
 		json_object(m, 0, m->n);
@@ -176,7 +168,7 @@ static int run_status(struct ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-static const char *field(const struct proto_msg *m, size_t from, size_t to,
+const char *field(const struct proto_msg *m, size_t from, size_t to,
 			 const char *key)
 {
 	for (size_t i = from; i < to; i++)
@@ -294,10 +286,7 @@ static int run_reload(struct ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-/* Split TARGET ("1.2.3.4:80", "[fd00::1]:80", "name:80") into HOST (of
- * size LEN) and PORT; false if it is not of that form. Bare IPv6
- * addresses are refused: in "fd00::1:80" the port is a guess. */
-static bool parse_target(const char *target, char *host, size_t len,
+bool parse_target(const char *target, char *host, size_t len,
 			 uint16_t *port)
 {
 	const char *colon = strrchr(target, ':'), *begin = target, *end;
@@ -430,6 +419,9 @@ static int run_events(struct ctx *ctx, int argc, char **argv)
 
 static int run_help(struct ctx *ctx, int argc, char **argv);
 
+/* Where the help of a command continues on the next line. */
+#define HELP_INDENT "                          "
+
 static const struct subcommand subcommands[] = {
 	{ "status", "", "daemon version, queue mode, uptime and counters",
 	  0, 0, run_status },
@@ -441,11 +433,21 @@ static const struct subcommand subcommands[] = {
 	{ "events", "", "stream connection events as JSON lines", 0, 0,
 	  run_events },
 	{ "peer", "ID ADDR[:PORT]",
-	  "the peer of ID (and, without PORT, of every connection to its host)\n"
-	  "                     is now at ADDR: reconnect there (root only)",
+	  "the peer of ID (and, without PORT, of every\n"
+	  HELP_INDENT "connection to its host) is now at ADDR: reconnect\n"
+	  HELP_INDENT "there (root only)",
 	  2, 2, run_peer },
 	{ "probe", "HOST:PORT", "ask whether a server runs racks (no rackd needed)",
 	  1, 1, run_probe },
+	{ "host", "", "this host's key: fingerprint, public key, its file",
+	  0, 0, run_host },
+	{ "hosts", "[ACTION]", "the known hosts; ACTION: add KEY [NAME] [--pin],\n"
+	  HELP_INDENT "remove HOST, pin HOST or unpin HOST (root only);\n"
+	  HELP_INDENT "HOST: a key or its fingerprint", 0, 3, run_hosts },
+	{ "keyscan", "HOST[:PORT]", "the host key of the rackd answering probes\n"
+	  HELP_INDENT "at HOST:PORT (22 by default); --add [NAME] [--pin]:\n"
+	  HELP_INDENT "add it to the known hosts (root only)", 1, 2,
+	  run_keyscan },
 	{ "help", "", "this text", 0, 0, run_help },
 };
 
@@ -458,10 +460,12 @@ static void usage(FILE *f)
 		   "  -S, --socket PATH  control socket (default "
 		   DEFAULT_SOCKET ")\n"
 		   "  -j, --json         machine-readable output\n"
+		   "  --pin              hosts add, keyscan --add: pin the key\n"
+		   "  --add              keyscan: add the key to the known hosts\n"
 		   "  -h, --help         this text\n"
 		   "  -V, --version      print the version\n\ncommands:\n");
 	for (size_t i = 0; i < NSUBCOMMANDS; i++)
-		fprintf(f, "  %-6s %-9s %s\n", subcommands[i].name,
+		fprintf(f, "  %-7s %-15s %s\n", subcommands[i].name,
 			subcommands[i].args, subcommands[i].help);
 }
 
@@ -479,6 +483,8 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "pin", no_argument, NULL, 'P' },
+		{ "add", no_argument, NULL, 'A' },
 		{ 0 }
 	};
 	struct ctx ctx = { .sock_path = DEFAULT_SOCKET };
@@ -494,6 +500,12 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			ctx.json = true;
+			break;
+		case 'P':
+			ctx.pin = true;
+			break;
+		case 'A':
+			ctx.add = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -517,6 +529,13 @@ int main(int argc, char **argv)
 	const char *name = argv[optind++];
 	char *args[8];
 	int nargs = 0;
+
+	if ((ctx.pin || ctx.add) && strcmp(name, "hosts") &&
+	    strcmp(name, "keyscan")) {
+		fprintf(stderr, "rackctl: --pin and --add are options of hosts "
+			"add and keyscan only\n");
+		return 2;
+	}
 
 	for (; optind < argc; optind++) {
 		if (nargs < 8)

@@ -4,7 +4,8 @@
  * descriptors the event loop watches. main.c wires the layers together
  * before daemon_start() and decides when to stop.
  *
- * Start-up order: open the privileged resources (NFQUEUE, rtnetlink,
+ * Start-up order: read the host key (made if there is none) and the known
+ * hosts, open the privileged resources (NFQUEUE, rtnetlink,
  * control socket), take over the connections of the state file, install
  * the ruleset (the queue is bound first so no diverted packet finds it
  * missing). Shutdown removes the table and the socket, or leaves the
@@ -29,6 +30,9 @@
 #include "loop.h"
 #include "adopt.h"
 #include "answer.h"
+#include "hostid.h"
+#include "hostkey_file.h"
+#include "knownhosts_file.h"
 #include "notify.h"
 #include "offerset.h"
 #include "queue.h"
@@ -258,6 +262,63 @@ static int open_signals(void)
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/*
+ * The host's key: a key file that exists and is refused (malformed, too
+ * open, another owner's) stops the start; one that cannot be made (its
+ * directory missing or read-only) leaves the host a key made in memory,
+ * as -s none without -k does, and says so.
+ */
+static void load_host_key(struct rackd *d)
+{
+	char err[512], fp[EDP_HOST_FP_STRLEN];
+	bool created = false;
+	int ret = -ENOENT;
+
+	if (!d->hostkey_path) {
+		log_warnx("no host key file (-s none without -k): a key made "
+			  "in memory, so this host's identity changes at every "
+			  "start");
+	} else {
+		ret = hostkey_load(d->hostkey_path, &d->hostkey, err,
+				   sizeof(err));
+		if (ret == -ENOENT)	/* none yet: made now, if it can be */
+			ret = hostkey_load_or_create(d->hostkey_path,
+						     &d->hostkey, &created,
+						     err, sizeof(err));
+		else if (ret)
+			fatalx(1, "%s", err);
+		if (ret == -EINVAL || ret == -EPERM)
+			fatalx(1, "%s", err);
+		if (ret)
+			log_warnx("%s: a key made in memory instead, so this "
+				  "host's identity changes at every start", err);
+	}
+	if (ret) {
+		hostkey_generate(&d->hostkey);
+		d->hostkey_ephemeral = true;
+	}
+	edp_host_fingerprint(d->hostkey.pk, fp);
+	log_info("host key %s%s: %s", d->hostkey_ephemeral ? "in memory" :
+		 d->hostkey_path, created ? " (created)" : "", fp);
+}
+
+/* The hosts known from earlier runs: a file that does not parse stops
+ * the start (a host is never forgotten silently). */
+static void load_known_hosts(struct rackd *d)
+{
+	char err[512];
+	bool missing;
+
+	d->known_hosts = known_hosts_new(KNOWN_HOSTS_DEFAULT_MAX);
+	known_hosts_file_init(d, d->known_hosts_path);
+	if (d->known_hosts_path &&
+	    known_hosts_file_load(d->known_hosts, d->known_hosts_path,
+				  &missing, err, sizeof(err)))
+		fatalx(1, "known hosts: %s", err);
+	log_debug("known hosts: %zu from %s", known_hosts_count(d->known_hosts),
+		  d->known_hosts_path ? d->known_hosts_path : "nowhere");
+}
+
 void daemon_start(struct rackd *d)
 {
 	struct rtnl_handlers rh = { on_link, on_addr, d };
@@ -265,7 +326,11 @@ void daemon_start(struct rackd *d)
 	bool replaced;
 	int ret;
 
+	/* Files first: a refused one stops the start before the kernel is
+	 * touched. */
+	load_host_key(d);
 	d->loop = loop_new();
+	load_known_hosts(d);
 	conn_table_init(&d->conns);
 	d->sigfd = open_signals();
 	if (d->sigfd < 0)
@@ -305,7 +370,7 @@ void daemon_start(struct rackd *d)
 		ctl_close(d->ctl);
 		fatalx(1, "nftables netlink socket: %s", strerror(-ret));
 	}
-	edp_announce_new(d->announcement);
+	edp_announce_new(d->announcement, d->hostkey.pk);
 	keypool_init(&d->keys, d->loop);
 	answer_init(d);
 	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
@@ -451,6 +516,10 @@ void daemon_stop(struct rackd *d)
 	else
 		local_free(d->local);
 	state_free(d);
+	known_hosts_file_free(d);
+	known_hosts_free(d->known_hosts);
+	d->known_hosts = NULL;
+	hostkey_wipe(&d->hostkey);
 	close(d->sigfd);
 	loop_free(d->loop);
 	config_free(d->cfg);

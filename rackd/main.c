@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +25,9 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "hold.h"
+#include "hostid.h"
+#include "hostkey_file.h"
+#include "knownhosts_file.h"
 #include "liveness.h"
 #include "local.h"
 #include "log.h"
@@ -38,38 +43,91 @@
 #include "state.h"
 #include "track.h"
 
+/* What the command line asks of rackd besides running. */
+enum key_action { KEY_NONE, KEY_INIT, KEY_ROTATE };
+
 struct options {
 	bool foreground;
 	bool check_only;
 	bool debug;
+	enum key_action key_action;
 	const char *config_path;
 	const char *sock_path;
 	const char *state_path;
+	const char *hostkey_path;	/* -k: NULL, beside the state file */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rackd [-fndV] [-c FILE] [-S PATH] [-s PATH]\n"
-		"  -f       stay in the foreground, log to stderr\n"
-		"  -c FILE  configuration (default " CONFIG_DEFAULT_PATH ")\n"
-		"  -S PATH  control socket (default " RACKD_DEFAULT_SOCKET ")\n"
-		"  -s PATH  state file (default " STATE_DEFAULT_PATH "),\n"
-		"           none: no state kept across restarts\n"
-		"  -n       check the configuration, print it and exit\n"
-		"  -d       debug logging\n"
-		"  -V       print the version and exit\n");
+		"usage: rackd [-dfhnV] [-c FILE] [-S PATH] [-s PATH] [-k PATH]\n"
+		"       rackd --init-host-key | --rotate-host-key [-s PATH] [-k PATH]\n"
+		"  -f, --foreground     stay in the foreground, log to stderr\n"
+		"  -c, --config FILE    configuration (default " CONFIG_DEFAULT_PATH ")\n"
+		"  -S, --socket PATH    control socket (default " RACKD_DEFAULT_SOCKET ")\n"
+		"  -s, --state PATH     state file (default " STATE_DEFAULT_PATH "),\n"
+		"                       none: no state kept across restarts; the host\n"
+		"                       key and known_hosts files go beside it\n"
+		"  -k, --host-key PATH  host key file (default: " HOSTKEY_FILE_NAME
+		" beside the state file)\n"
+		"  -n, --check          check the configuration, print it and exit\n"
+		"  -d, --debug          debug logging\n"
+		"  --init-host-key      make the host key if there is none, print its\n"
+		"                       fingerprint and exit\n"
+		"  --rotate-host-key    replace the host key (the old one kept as\n"
+		"                       PATH.old), print both fingerprints and exit\n"
+		"  -V, --version        print the version and exit\n"
+		"  -h, --help           this text\n");
+}
+
+/* A getopt_long() error, C ':' or '?', about the option as it was given:
+ * "-c" or "--config" (optind is past a long option, or a missing
+ * argument's option; optopt is 0 for an unknown long option). */
+static noreturn void option_error(char **argv, int c)
+{
+	const char *arg = argv[optind - 1];
+	bool is_long = !strncmp(arg, "--", 2);
+	char name[64];
+
+	if (is_long)
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="),
+			 arg);
+	else
+		snprintf(name, sizeof(name), "-%c", optopt);
+	if (c == ':')
+		fprintf(stderr, "rackd: option %s needs an argument\n", name);
+	else if (is_long && optopt)
+		fprintf(stderr, "rackd: option %s takes no argument\n", name);
+	else
+		fprintf(stderr, "rackd: unknown option %s (see rackd -h)\n",
+			name);
+	exit(EXIT_USAGE);
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "state", required_argument, NULL, 's' },
+		{ "host-key", required_argument, NULL, 'k' },
+		{ "check", no_argument, NULL, 'n' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "init-host-key", no_argument, NULL, 'I' },
+		{ "rotate-host-key", no_argument, NULL, 'R' },
+		{ 0 }
+	};
 	int c;
 
 	o->config_path = CONFIG_DEFAULT_PATH;
 	o->sock_path = RACKD_DEFAULT_SOCKET;
 	o->state_path = STATE_DEFAULT_PATH;
 	opterr = 0;
-	while ((c = getopt(argc, argv, ":fc:S:s:ndVh")) != -1) {
+	while ((c = getopt_long(argc, argv, ":fc:S:s:k:ndVh", longopts,
+				NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			o->foreground = true;
@@ -83,11 +141,23 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 's':
 			o->state_path = strcmp(optarg, "none") ? optarg : NULL;
 			break;
+		case 'k':
+			o->hostkey_path = optarg;
+			break;
 		case 'n':
 			o->check_only = true;
 			break;
 		case 'd':
 			o->debug = true;
+			break;
+		case 'I':
+		case 'R':
+			if (o->key_action) {
+				fprintf(stderr, "rackd: --init-host-key and "
+					"--rotate-host-key exclude each other\n");
+				exit(EXIT_USAGE);
+			}
+			o->key_action = c == 'I' ? KEY_INIT : KEY_ROTATE;
 			break;
 		case 'V':
 			printf("rackd %s\n", RACKD_VERSION);
@@ -95,14 +165,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case ':':
-			fprintf(stderr, "rackd: option -%c needs an argument\n",
-				optopt);
-			exit(EXIT_USAGE);
 		default:
-			fprintf(stderr, "rackd: unknown option -%c (see rackd -h)\n",
-				optopt);
-			exit(EXIT_USAGE);
+			option_error(argv, c);
 		}
 	}
 	if (optind < argc) {
@@ -110,6 +174,88 @@ static void parse_options(int argc, char **argv, struct options *o)
 			argv[optind]);
 		exit(EXIT_USAGE);
 	}
+	if (o->key_action && o->check_only) {
+		fprintf(stderr, "rackd: -n does not go with --init-host-key or "
+			"--rotate-host-key\n");
+		exit(EXIT_USAGE);
+	}
+}
+
+/* NAME in the directory of PATH, allocated. */
+static char *beside(const char *path, const char *name)
+{
+	char *copy = xstrdup(path), *out;
+
+	if (asprintf(&out, "%s/%s", dirname(copy), name) < 0)
+		fatalx(EXIT_NOMEM, "out of memory");
+	free(copy);
+	return out;
+}
+
+/* The host key's file: -k, else beside the state file, else none. */
+static char *hostkey_path(const struct options *o)
+{
+	if (o->hostkey_path)
+		return xstrdup(o->hostkey_path);
+	return o->state_path ? beside(o->state_path, HOSTKEY_FILE_NAME) : NULL;
+}
+
+static void print_key(const char *what, const struct hostkey *k)
+{
+	char fp[EDP_HOST_FP_STRLEN], pub[EDP_HOST_KEY_STRLEN];
+
+	edp_host_fingerprint(k->pk, fp);
+	edp_host_key_format(k->pk, pub);
+	printf("%sfingerprint %s\n%spublic %s\n", what, fp, what, pub);
+}
+
+/* --init-host-key and --rotate-host-key: the key file alone, no daemon. */
+static int host_key_command(const struct options *o)
+{
+	char *path = hostkey_path(o), err[512];
+	struct hostkey old, new;
+	bool created;
+	int ret;
+
+	if (!path) {
+		fprintf(stderr, "rackd: -s none keeps no host key file: name "
+			"one with -k PATH\n");
+		return EXIT_USAGE;
+	}
+	if (sodium_init() < 0)
+		fatalx(1, "libsodium initialisation failed");
+	if (o->key_action == KEY_INIT) {
+		ret = hostkey_load_or_create(path, &new, &created, err,
+					     sizeof(err));
+		if (!ret) {
+			printf("host key %s: %s\n", path, created ? "created"
+			       : "exists, left as it is");
+			print_key("", &new);
+		}
+	} else {
+		ret = hostkey_rotate(path, &old, &new, err, sizeof(err));
+		if (!ret) {
+			char oldfp[EDP_HOST_FP_STRLEN], pub[EDP_HOST_KEY_STRLEN];
+
+			edp_host_fingerprint(old.pk, oldfp);
+			edp_host_key_format(new.pk, pub);
+			printf("host key %s: rotated, the old key kept in "
+			       "%s" HOSTKEY_OLD_SUFFIX "\n", path, path);
+			print_key("old ", &old);
+			print_key("new ", &new);
+			printf("restart rackd to use it: peers then see the new "
+			       "key; one that knows %s accepts it, proven by "
+			       "the old key; one that pins keys must pin the "
+			       "new one (rackctl hosts add %s NAME --pin)\n",
+			       oldfp, pub);
+		}
+	}
+	hostkey_wipe(&old);
+	hostkey_wipe(&new);
+	if (ret)
+		fprintf(stderr, "rackd: %s\n", err);
+	free(path);
+	return ret ? 1 : 0;
 }
 
 static struct config *load_config_or_exit(const char *path)
@@ -274,6 +420,7 @@ static void provide_state(struct rackd *d)
 	static struct migrate_stats migrate;
 	static struct adopt_state adopt;
 	static struct rstguard_state rstguard;
+	static struct known_hosts_file hosts_file;
 
 	d->live = &live;
 	d->reconnect = &reconnect;
@@ -283,6 +430,7 @@ static void provide_state(struct rackd *d)
 	d->migrate = &migrate;
 	d->adopt = &adopt;
 	d->rstguard = &rstguard;
+	d->hosts_file = &hosts_file;
 }
 
 int main(int argc, char **argv)
@@ -290,10 +438,12 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	struct rackd d = { 0 };
 	struct notify_watchdog *wd;
-	char status[128];
+	char status[128], *key_path, *hosts_path;
 	int ret;
 
 	parse_options(argc, argv, &o);
+	if (o.key_action)
+		return host_key_command(&o);
 	/* stderr until start-up is done, so its failures reach the caller. */
 	log_init("rackd", true, o.debug);
 	d.cfg = load_config_or_exit(o.config_path);
@@ -313,6 +463,9 @@ int main(int argc, char **argv)
 	d.debug_option = o.debug;
 	d.sock_path = o.sock_path;
 	d.state->path = o.state_path;
+	d.hostkey_path = key_path = hostkey_path(&o);
+	d.known_hosts_path = hosts_path = o.state_path ?
+		beside(o.state_path, KNOWN_HOSTS_FILE_NAME) : NULL;
 	int report_fd = o.foreground ? -1 : detach_begin();
 
 	wire(&d);
@@ -335,5 +488,7 @@ int main(int argc, char **argv)
 		log_warnx("event loop: %s", strerror(-ret));
 	notify_watchdog_free(wd);
 	daemon_stop(&d);
+	free(key_path);
+	free(hosts_path);
 	return ret ? 1 : 0;
 }

@@ -13,9 +13,13 @@ MAN = testbed.REPO / "man"
 
 
 def items(page, macro):
-    """Names of `.It Cm NAME` / `.It Fl X` entries in a page."""
+    """Names of `.It Cm NAME` / `.It Fl X` entries in a page, those after
+    a comma of the same entry too (`.It Cm a , Cm b`)."""
     text = (MAN / page).read_text()
-    return set(re.findall(rf"^\.It {macro} (\S+)", text, re.M))
+    names = set()
+    for line in re.findall(rf"^\.It {macro} .*$", text, re.M):
+        names |= set(re.findall(rf"(?:^\.It|,) {macro} (\S+)", line))
+    return names
 
 
 def source(path):
@@ -48,15 +52,22 @@ def test_every_rackctl_command_is_documented():
 
 
 def test_every_rackd_option_is_documented():
-    optstring = re.search(r'getopt\(argc, argv, ":([^"]+)"\)',
-                          source("rackd/main.c")).group(1)
+    main = source("rackd/main.c")
+    optstring = re.search(r'getopt_long\(argc, argv, ":([^"]+)",', main).group(1)
     letters = set(optstring.replace(":", ""))
     assert letters <= items("rackd.8", "Fl")
+    longs = set(re.findall(r'\{ "([\w-]+)", (?:no|required)_argument,', main))
+    assert {"help", "host-key", "init-host-key", "rotate-host-key"} <= longs
+    assert {"\\-" + name for name in longs} <= items("rackd.8", "Fl")
 
 
 def test_every_status_counter_is_documented():
-    keys = set(re.findall(r'put_u64\(out, "(\w+)"', source("rackd/ctl/ctl_cmds.c")))
-    keys |= set(re.findall(r'proto_put\(out, "(\w+)"', source("rackd/ctl/ctl_cmds.c")))
+    """Every key of status, list, show (ctl_cmds.c) and of host, hosts
+    (ctl_hosts.c) is described in rackctl.8."""
+    keys = set()
+    for path in ("rackd/ctl/ctl_cmds.c", "rackd/ctl/ctl_hosts.c"):
+        keys |= set(re.findall(r'put_u64\(out, "(\w+)"', source(path)))
+        keys |= set(re.findall(r'proto_put\(out, "(\w+)"', source(path)))
     keys.discard("record")      # protocol framing, described in rackd.8
     # The per-reason malformed counters are generated from packet.c's names.
     keys |= {f"malformed_{n}" for n in re.findall(

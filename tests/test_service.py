@@ -356,9 +356,11 @@ def rackd_dump(path):
 def test_default_config_lists_every_key_at_its_default(tmp_path):
     text = DEFAULT_CONF.read_text()
     shown = set(re.findall(r"^#(\w+) = ", text, re.M))
-    # exclude has no default: shown as an example only.
-    assert shown == config_keys() - {"exclude"}
-    assert "exclude = " in text
+    # The lists have no default: shown as examples only.
+    lists = {"exclude", "trust_accept_new", "trust_pinned", "trust_anonymous"}
+    assert shown == config_keys() - lists
+    for key in lists:
+        assert f"{key} = " in text, key
     defaults = rackd_dump("/nonexistent/racks.conf")
     assert rackd_dump(DEFAULT_CONF) == defaults
     uncommented = tmp_path / "racks.conf"
@@ -441,6 +443,9 @@ def test_deb_builds_lints_clean_and_puts_files_where_documented(tmp_path):
     postinst = subprocess.run(["dpkg-deb", "-I", str(debs[0]), "postinst"],
                               capture_output=True, text=True, check=True).stdout
     assert "deb-systemd-helper" in postinst and "rackd.service" in postinst
+    # ...after making the host key, which is never replaced.
+    assert postinst.index("rackd --init-host-key") < \
+        postinst.index("deb-systemd-helper")
     version = subprocess.run(["dpkg-deb", "-f", str(debs[0]), "Version"],
                              capture_output=True, text=True, check=True).stdout.strip()
     shipped = subprocess.run([str(root / "usr/sbin/rackd"), "-V"],

@@ -309,18 +309,27 @@ static int set_ports(struct config *cfg, char *v, char *why, size_t wl)
 	return 0;
 }
 
+/* A remote address or prefix of a list (exclude, trust_*). */
+static int parse_remote(const char *tok, struct prefix *p, char *why,
+			size_t wl)
+{
+	if (prefix_parse(tok, p))
+		return set_error(why, wl,
+				 "bad address or prefix '%s' (host bits must be zero)",
+				 tok);
+	if (p->addr.family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&p->addr.v6))
+		return set_error(why, wl,
+				 "'%s' is IPv4-mapped: write the IPv4 prefix", tok);
+	return 0;
+}
+
 static int add_exclude(struct config *cfg, const char *tok, char *why,
 		       size_t wl)
 {
 	struct prefix p;
 
-	if (prefix_parse(tok, &p))
-		return set_error(why, wl,
-				 "bad address or prefix '%s' (host bits must be zero)",
-				 tok);
-	if (p.addr.family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&p.addr.v6))
-		return set_error(why, wl,
-				 "'%s' is IPv4-mapped: write the IPv4 prefix", tok);
+	if (parse_remote(tok, &p, why, wl))
+		return -EINVAL;
 	if (cfg->nexclude >= CONFIG_MAX_LIST)
 		return set_error(why, wl, "more than %d exclude entries",
 				 CONFIG_MAX_LIST);
@@ -337,6 +346,98 @@ static int set_exclude(struct config *cfg, char *v, char *why, size_t wl)
 {
 	/* "exclude" lines accumulate, so long lists can be split. */
 	return for_each_item(v, add_exclude, cfg, why, wl);
+}
+
+/* The keys of the per-prefix lists, by policy. */
+static const char *const trust_keys[TRUST_POLICIES] = {
+	"trust_accept_new", "trust_pinned", "trust_anonymous",
+};
+
+const char *trust_policy_name(enum trust_policy policy)
+{
+	static const char *const names[TRUST_POLICIES] = {
+		"accept-new", "pinned", "anonymous",
+	};
+
+	return policy < TRUST_POLICIES ? names[policy] : "?";
+}
+
+static int set_trust(struct config *cfg, char *v, char *why, size_t wl)
+{
+	for (int p = 0; p < TRUST_POLICIES; p++) {
+		if (strcmp(v, trust_policy_name(p)) == 0) {
+			cfg->trust = p;
+			return 0;
+		}
+	}
+	return set_error(why, wl, "trust must be accept-new, pinned or "
+			 "anonymous");
+}
+
+static int add_trust(struct config *cfg, const char *tok,
+		     enum trust_policy policy, char *why, size_t wl)
+{
+	struct prefix p;
+
+	if (parse_remote(tok, &p, why, wl))
+		return -EINVAL;
+	for (size_t i = 0; i < cfg->ntrust; i++) {
+		const struct prefix *q = &cfg->trust_prefixes[i].prefix;
+
+		if (q->len == p.len && addr_equal(&q->addr, &p.addr))
+			return set_error(why, wl, "%s is given a trust policy "
+					 "already (%s)", tok, trust_policy_name(
+					 cfg->trust_prefixes[i].policy));
+	}
+	if (cfg->ntrust >= CONFIG_MAX_LIST)
+		return set_error(why, wl, "more than %d trust prefixes",
+				 CONFIG_MAX_LIST);
+	cfg->trust_prefixes = xreallocarray(cfg->trust_prefixes,
+					    cfg->ntrust + 1,
+					    sizeof(*cfg->trust_prefixes));
+	cfg->trust_prefixes[cfg->ntrust++] = (struct trust_prefix){
+		.prefix = p, .policy = policy,
+	};
+	return 0;
+}
+
+/* trust_accept_new, trust_pinned, trust_anonymous: lists that accumulate,
+ * as exclude does. */
+#define TRUST_LIST(key, policy)                                          \
+	static int add_##key(struct config *cfg, const char *tok,        \
+			     char *why, size_t wl)                       \
+	{                                                                \
+		return add_trust(cfg, tok, policy, why, wl);             \
+	}                                                                \
+	static int set_##key(struct config *cfg, char *v, char *why,     \
+			     size_t wl)                                  \
+	{                                                                \
+		return for_each_item(v, add_##key, cfg, why, wl);        \
+	}
+TRUST_LIST(trust_accept_new, TRUST_ACCEPT_NEW)
+TRUST_LIST(trust_pinned, TRUST_PINNED)
+TRUST_LIST(trust_anonymous, TRUST_ANONYMOUS)
+
+enum trust_policy config_trust_for(const struct config *cfg,
+				   const struct addr *peer)
+{
+	const struct trust_prefix *best = NULL;
+
+	for (size_t i = 0; i < cfg->ntrust; i++) {
+		const struct trust_prefix *t = &cfg->trust_prefixes[i];
+
+		if (prefix_contains(&t->prefix, peer) &&
+		    (!best || t->prefix.len > best->prefix.len))
+			best = t;
+	}
+	return best ? best->policy : cfg->trust;
+}
+
+static int set_hostpair_max_connections(struct config *cfg, char *v,
+					char *why, size_t wl)
+{
+	return set_count(&cfg->hostpair_max_connections,
+			 "hostpair_max_connections", v, 1, 100000000, why, wl);
 }
 
 #define DURATION_KEY(key, min) \
@@ -365,6 +466,12 @@ static const struct config_key config_keys[] = {
 	{ .name = "reconnect_rate", .set = set_reconnect_rate },
 	{ .name = "max_half_open_per_prefix", .set = set_per_prefix },
 	{ .name = "log_level", .set = set_log_level },
+	{ .name = "trust", .set = set_trust },
+	{ .name = "trust_accept_new", .set = set_trust_accept_new },
+	{ .name = "trust_pinned", .set = set_trust_pinned },
+	{ .name = "trust_anonymous", .set = set_trust_anonymous },
+	DURATION_KEY(hostpair_lifetime, 60000),
+	{ .name = "hostpair_max_connections", .set = set_hostpair_max_connections },
 };
 
 const char *config_queue_mode_name(enum queue_mode mode)
@@ -397,6 +504,9 @@ struct config *config_defaults(void)
 	cfg->max_half_open = 16384;
 	cfg->max_half_open_per_prefix = 4096;
 	cfg->reconnect_rate = 4000;
+	cfg->trust = TRUST_ACCEPT_NEW;
+	cfg->hostpair_lifetime_ms = 86400000;
+	cfg->hostpair_max_connections = 100000;
 	return cfg;
 }
 
@@ -406,6 +516,7 @@ void config_free(struct config *cfg)
 		return;
 	free(cfg->ports);
 	free(cfg->exclude);
+	free(cfg->trust_prefixes);
 	free(cfg);
 }
 
@@ -572,4 +683,15 @@ void config_dump(const struct config *cfg, FILE *f)
 		cfg->max_half_open_per_prefix);
 	fprintf(f, "reconnect_rate = %u\n", cfg->reconnect_rate);
 	fprintf(f, "log_level = %s\n", cfg->debug ? "debug" : "info");
+	fprintf(f, "trust = %s\n", trust_policy_name(cfg->trust));
+	for (size_t i = 0; i < cfg->ntrust; i++) {
+		const struct trust_prefix *t = &cfg->trust_prefixes[i];
+		char buf[PREFIX_STRLEN];
+
+		fprintf(f, "%s = %s\n", trust_keys[t->policy],
+			prefix_format(&t->prefix, buf, sizeof(buf)));
+	}
+	dump_duration(f, "hostpair_lifetime", cfg->hostpair_lifetime_ms);
+	fprintf(f, "hostpair_max_connections = %u\n",
+		cfg->hostpair_max_connections);
 }

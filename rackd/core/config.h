@@ -26,6 +26,27 @@ struct port_range {
 	uint16_t first, last;
 };
 
+/*
+ * How far rackd trusts a peer host's static key (rackd/core/knownhosts.h
+ * has the rules): keys seen first are remembered and trusted after
+ * (accept-new), only keys pinned by the administrator are (pinned), or
+ * connections are keyed without host keys (anonymous: opt-in and weaker,
+ * an active attacker at set-up can take the connection's key).
+ */
+enum trust_policy {
+	TRUST_ACCEPT_NEW,
+	TRUST_PINNED,
+	TRUST_ANONYMOUS,
+	TRUST_POLICIES
+};
+
+/* A remote prefix with its own policy (trust_accept_new, trust_pinned,
+ * trust_anonymous keys). */
+struct trust_prefix {
+	struct prefix prefix;
+	enum trust_policy policy;
+};
+
 struct config {
 	uint16_t queue_num;
 	enum queue_mode queue_mode;
@@ -54,6 +75,13 @@ struct config {
 	uint32_t max_half_open, max_half_open_per_prefix;
 	/* Reconnection SYNs a second at most, all connections together. */
 	uint32_t reconnect_rate;
+	enum trust_policy trust;		/* for peers no trust_* prefix names */
+	struct trust_prefix *trust_prefixes;	/* in the order given */
+	size_t ntrust;
+	/* Host pairs' keys (the engine's): renewed after this long, and
+	 * after this many connections. */
+	uint64_t hostpair_lifetime_ms;
+	uint32_t hostpair_max_connections;
 	bool debug;
 };
 
@@ -88,5 +116,12 @@ void config_dump(const struct config *cfg, FILE *f);
 /* Parse a duration with unit (ms, s, m, h, d; bare number = seconds). */
 int config_parse_duration(const char *s, uint64_t *ms);
 const char *config_queue_mode_name(enum queue_mode mode);
+
+/* The policy for PEER: that of the longest trust_* prefix holding it (the
+ * one given first of equally long ones), else CFG's trust. */
+enum trust_policy config_trust_for(const struct config *cfg,
+				   const struct addr *peer);
+/* "accept-new", "pinned" or "anonymous". */
+const char *trust_policy_name(enum trust_policy policy);
 
 #endif

@@ -15,7 +15,9 @@
 #include "config.h"
 #include "conn.h"
 #include "event.h"
+#include "hostkey.h"
 #include "keypool.h"
+#include "knownhosts.h"
 #include "option.h"
 #include "packet.h"
 #include "ratelimit.h"
@@ -39,6 +41,7 @@ struct local_state;
 struct state_file;
 struct migrate_stats;
 struct adopt_state;
+struct known_hosts_file;
 
 struct rackd_stats {
 	uint64_t malformed;		/* sum of malformed_by[] */
@@ -143,6 +146,17 @@ struct rackd {
 	struct state_file *state;
 	struct migrate_stats *migrate;
 	uint8_t announcement[EDP_ANNOUNCE_LEN];
+	/* The host's identity: its static key pair, read from (or made at)
+	 * hostkey_path at start, or made in memory when there is no such
+	 * file (hostkey_ephemeral); wiped at exit. */
+	struct hostkey hostkey;
+	bool hostkey_ephemeral;
+	const char *hostkey_path;	/* NULL: in memory */
+	/* The peers' keys and how far they are trusted (knownhosts.h),
+	 * kept in known_hosts_path (NULL: in memory only) by hosts_file. */
+	struct known_hosts *known_hosts;
+	const char *known_hosts_path;
+	struct known_hosts_file *hosts_file;
 	/* Re-read the configuration file, keeping the old one if the new is
 	 * bad: installed by main.c, for the control socket. */
 	int (*reload)(struct rackd *d, char *err, size_t errlen);

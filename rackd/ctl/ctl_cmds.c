@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include "adopt.h"
+#include "ctl_hosts.h"
 #include "ctl_migrate.h"
 #include "hold.h"
+#include "hostid.h"
+#include "knownhosts_file.h"
 #include "liveness.h"
 #include "local.h"
 #include "loop.h"
@@ -192,12 +195,18 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 {
 	struct queue_stats total, *qs = &total;
 	const struct rackd_stats *s = &d->stats;
+	char fp[EDP_HOST_FP_STRLEN];
 
 	(void)req, (void)err, (void)errlen;
 	queue_totals(d, &total);
+	edp_host_fingerprint(d->hostkey.pk, fp);
 	proto_put(out, "version", "%s", RACKD_VERSION);
 	proto_put(out, "protocol", "%d", PROTO_VERSION);
 	proto_put(out, "pid", "%d", (int)getpid());
+	proto_put(out, "host_key", "%s", fp);
+	put_u64(out, "known_hosts", known_hosts_count(d->known_hosts));
+	put_u64(out, "known_hosts_writes", d->hosts_file->writes);
+	put_u64(out, "known_hosts_write_errors", d->hosts_file->write_errors);
 	proto_put(out, "queue_mode", "%s", config_queue_mode_name(d->queue_mode));
 	proto_put(out, "queue", "%u", d->cfg->queue_num);
 	proto_put(out, "strict_queue", "%u", config_strict_queue(d->cfg));
@@ -520,6 +529,11 @@ static const struct ctl_command ctl_commands[] = {
 	{ "release", true, false, cmd_release },
 	{ "import", true, false, cmd_import },
 	{ "restored", true, false, cmd_restored },
+	{ "host", false, false, cmd_host },
+	{ "hosts", false, false, cmd_hosts },
+	{ "hosts_add", true, false, cmd_hosts_add },
+	{ "hosts_remove", true, false, cmd_hosts_remove },
+	{ "hosts_pin", true, false, cmd_hosts_pin },
 };
 
 const struct ctl_command *ctl_command_find(const char *name)

@@ -15,6 +15,7 @@
  * with exactly the payload's length, or -EBADMSG and leaves a state that
  * refuses everything; never anything else.
  */
+#include "../../edp/hostid.c"
 #include "../../edp/hostpair.c"
 #include "../../edp/noise.c"
 #include "fuzz.h"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The classic EDP announcement: fresh ones validate and differ, the host
- * id, and that validation looks at exactly the last 1024 bytes and
- * notices any change in them.
+ * The classic EDP announcement, in both versions: fresh ones validate and
+ * differ, the host id, version 2's host key, and that validation looks at
+ * exactly the last 1024 bytes and notices any change in them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +13,23 @@
 #include "announce.h"
 #include "unit.h"
 
-static void fresh(uint8_t a[EDP_ANNOUNCE_LEN])
+/* A version 1 announcement (most tests), or version 2 with KEY. */
+static void fresh_with(uint8_t a[EDP_ANNOUNCE_LEN], const uint8_t *key)
 {
 	if (sodium_init() < 0)
 		abort();
-	edp_announce_new(a);
+	edp_announce_new(a, key);
 }
+
+static void fresh(uint8_t a[EDP_ANNOUNCE_LEN])
+{
+	fresh_with(a, NULL);
+}
+
+static const uint8_t host_key[32] = {
+	0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+	13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
+};
 
 TEST(fresh_is_valid)
 {
@@ -182,6 +193,68 @@ TEST(known_layout)
 	CHECK_EQ_STR(id, "1011121314151617");
 }
 
+TEST(version_2_carries_the_host_key)
+{
+	uint8_t a[EDP_ANNOUNCE_LEN], b[EDP_ANNOUNCE_LEN], got[32];
+
+	fresh_with(a, host_key);
+	CHECK_EQ_INT(edp_announce_version(a, sizeof(a)), 2);
+	CHECK(edp_announce_valid(a, sizeof(a)));
+	CHECK_EQ_MEM(a, EDP_ANNOUNCE_MAGIC_V2, EDP_ANNOUNCE_MAGIC_LEN);
+	CHECK_EQ_MEM(a + EDP_ANNOUNCE_MAGIC_LEN, host_key, 32);
+	memset(got, 0, sizeof(got));
+	CHECK(edp_announce_host_key(a, got));
+	CHECK_EQ_MEM(got, host_key, 32);
+	/* Fresh ones with the same key differ in their random part. */
+	fresh_with(b, host_key);
+	CHECK(memcmp(a, b, sizeof(a)) != 0);
+	/* Version 1 has none. */
+	fresh(b);
+	CHECK_EQ_INT(edp_announce_version(b, sizeof(b)), 1);
+	CHECK(!edp_announce_host_key(b, got));
+	CHECK_EQ_INT(edp_announce_version(b, sizeof(b) - 1), 0);
+}
+
+/* A changed key, or a version 1 magic on a version 2 body, is noticed:
+ * the hash covers the magic and the key. */
+TEST(version_2_tampering)
+{
+	uint8_t a[EDP_ANNOUNCE_LEN];
+
+	fresh_with(a, host_key);
+	for (size_t i = EDP_ANNOUNCE_MAGIC_LEN;
+	     i < EDP_ANNOUNCE_MAGIC_LEN + 32; i++) {
+		a[i] ^= 0x40;
+		CHECK(!edp_announce_valid(a, sizeof(a)));
+		a[i] ^= 0x40;
+	}
+	a[EDP_ANNOUNCE_MAGIC_LEN - 1] = '1';
+	CHECK_EQ_INT(edp_announce_version(a, sizeof(a)), 0);
+	a[EDP_ANNOUNCE_MAGIC_LEN - 1] = '3';
+	CHECK_EQ_INT(edp_announce_version(a, sizeof(a)), 0);
+	a[EDP_ANNOUNCE_MAGIC_LEN - 1] = '2';
+	CHECK_EQ_INT(edp_announce_version(a, sizeof(a)), 2);
+}
+
+/* Version 2's layout, by hand: magic, key, random, hash; its host id
+ * comes from the random part, after the key. */
+TEST(known_layout_v2)
+{
+	uint8_t a[EDP_ANNOUNCE_LEN], got[32];
+	char id[EDP_HOST_ID_STRLEN];
+
+	memcpy(a, "racks-announce-2", 16);
+	memcpy(a + 16, host_key, 32);
+	for (size_t i = 48; i < 992; i++)
+		a[i] = (uint8_t)i;
+	crypto_generichash(a + 992, 32, a, 992, NULL, 0);
+	CHECK_EQ_INT(edp_announce_version(a, sizeof(a)), 2);
+	CHECK(edp_announce_host_key(a, got));
+	CHECK_EQ_MEM(got, host_key, 32);
+	edp_announce_host_id(a, id);
+	CHECK_EQ_STR(id, "3031323334353637");
+}
+
 static const struct unit_test tests[] = {
 	UNIT(fresh_is_valid),
 	UNIT(fresh_ones_differ),
@@ -192,6 +265,9 @@ static const struct unit_test tests[] = {
 	UNIT(too_short),
 	UNIT(magic_without_hash),
 	UNIT(known_layout),
+	UNIT(version_2_carries_the_host_key),
+	UNIT(version_2_tampering),
+	UNIT(known_layout_v2),
 };
 
 UNIT_MAIN("announce", tests)

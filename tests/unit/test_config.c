@@ -122,6 +122,18 @@ static void check_config_equal(const struct config *a, const struct config *b)
 			CHECK_EQ_INT(p->len, q->len);
 			CHECK(addr_equal(&p->addr, &q->addr));
 		}
+	CHECK_EQ_INT(a->trust, b->trust);
+	CHECK_EQ_INT(a->hostpair_lifetime_ms, b->hostpair_lifetime_ms);
+	CHECK_EQ_INT(a->hostpair_max_connections, b->hostpair_max_connections);
+	if (CHECK_EQ_INT(a->ntrust, b->ntrust))
+		for (size_t i = 0; i < a->ntrust; i++) {
+			const struct trust_prefix *p = &a->trust_prefixes[i];
+			const struct trust_prefix *q = &b->trust_prefixes[i];
+
+			CHECK_EQ_INT(p->policy, q->policy);
+			CHECK_EQ_INT(p->prefix.len, q->prefix.len);
+			CHECK(addr_equal(&p->prefix.addr, &q->prefix.addr));
+		}
 }
 
 /* ---- tests --------------------------------------------------------- */
@@ -151,6 +163,10 @@ TEST(missing_file_defaults)
 	CHECK_EQ_INT(def->max_half_open, 16384);
 	CHECK_EQ_INT(def->max_half_open_per_prefix, 4096);
 	CHECK_EQ_INT(def->reconnect_rate, 4000);
+	CHECK_EQ_INT(def->trust, TRUST_ACCEPT_NEW);
+	CHECK_EQ_INT(def->ntrust, 0);
+	CHECK_EQ_INT(def->hostpair_lifetime_ms, 86400000);
+	CHECK_EQ_INT(def->hostpair_max_connections, 100000);
 	CHECK(!def->debug);
 	config_free(cfg);
 
@@ -557,6 +573,9 @@ TEST(dump_round_trip)
 		"max_connections = 3\nlog_level = debug\n",
 		"ports = 1-65535\nsyn_timeout = 365d\nsweep_interval = 2.001m\n",
 		"queue_mode = native\nports = all\nexclude = 0.0.0.0/0, ::/0\n",
+		"trust = pinned\ntrust_anonymous = 10.1.0.0/16, fd00::/8\n"
+		"trust_accept_new = 10.1.2.0/24\ntrust_pinned = 0.0.0.0/0\n"
+		"hostpair_lifetime = 90m\nhostpair_max_connections = 7\n",
 	};
 
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
@@ -588,10 +607,91 @@ TEST(dump_round_trip)
 			     "sweep_interval = 10s\nmax_connections = 1000000\n"
 			     "max_half_open = 16384\nmax_half_open_per_prefix = 4096\n"
 			     "reconnect_rate = 4000\n"
-			     "log_level = info\n");
+			     "log_level = info\ntrust = accept-new\n"
+			     "hostpair_lifetime = 1d\n"
+			     "hostpair_max_connections = 100000\n");
 	}
 	free(text);
 	config_free(cfg);
+}
+
+/* The peer's policy: the longest trust_* prefix that holds it, else
+ * trust; each list accumulates over lines, as exclude does. */
+TEST(trust_longest_prefix_wins)
+{
+	struct config *cfg = load_ok(
+		"trust = pinned\n"
+		"trust_anonymous = 10.0.0.0/8\n"
+		"trust_accept_new = 10.1.0.0/16, fd00::/8\n"
+		"trust_pinned = 10.1.2.0/24\n"
+		"trust_anonymous = 10.1.2.3, fd00:1::/32\n"
+		"trust_accept_new = 0.0.0.0/0\n");
+	static const struct {
+		const char *peer;
+		enum trust_policy want;
+	} cases[] = {
+		{ "10.9.9.9", TRUST_ANONYMOUS },	/* /8 */
+		{ "10.1.9.9", TRUST_ACCEPT_NEW },	/* /16 */
+		{ "10.1.2.9", TRUST_PINNED },		/* /24 */
+		{ "10.1.2.3", TRUST_ANONYMOUS },	/* /32 */
+		{ "192.0.2.1", TRUST_ACCEPT_NEW },	/* /0 */
+		{ "fd00::1", TRUST_ACCEPT_NEW },	/* /8 */
+		{ "fd00:1::1", TRUST_ANONYMOUS },	/* /32 */
+		{ "2001:db8::1", TRUST_PINNED },	/* trust */
+	};
+
+	if (!cfg)
+		return;
+	CHECK_EQ_INT(cfg->trust, TRUST_PINNED);
+	CHECK_EQ_INT(cfg->ntrust, 7);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct addr a = unit_addr(cases[i].peer);
+
+		if (!CHECK_EQ_STR(trust_policy_name(config_trust_for(cfg, &a)),
+				  trust_policy_name(cases[i].want)))
+			fprintf(stderr, "  peer %s\n", cases[i].peer);
+	}
+	config_free(cfg);
+}
+
+TEST(trust_defaults_and_names)
+{
+	struct config *cfg = load_ok("trust = anonymous\n");
+	struct addr a = unit_addr("192.0.2.1");
+
+	CHECK_EQ_STR(trust_policy_name(TRUST_ACCEPT_NEW), "accept-new");
+	CHECK_EQ_STR(trust_policy_name(TRUST_PINNED), "pinned");
+	CHECK_EQ_STR(trust_policy_name(TRUST_ANONYMOUS), "anonymous");
+	if (cfg)
+		CHECK_EQ_INT(config_trust_for(cfg, &a), TRUST_ANONYMOUS);
+	config_free(cfg);
+	cfg = config_defaults();
+	CHECK_EQ_INT(config_trust_for(cfg, &a), TRUST_ACCEPT_NEW);
+	config_free(cfg);
+	cfg = load_ok("hostpair_lifetime = 2h\nhostpair_max_connections = 1\n");
+	if (cfg) {
+		CHECK_EQ_INT(cfg->hostpair_lifetime_ms, 7200000);
+		CHECK_EQ_INT(cfg->hostpair_max_connections, 1);
+	}
+	config_free(cfg);
+}
+
+TEST(trust_errors)
+{
+	check_error("trust = tofu\n",
+		    "trust must be accept-new, pinned or anonymous");
+	check_error("trust = \n", "trust has no value");
+	check_error("trust_pinned = 10.0.0.1/8\n", "host bits must be zero");
+	check_error("trust_anonymous = nowhere\n", "bad address or prefix");
+	check_error("trust_accept_new = ::ffff:10.0.0.0/104\n", "IPv4-mapped");
+	check_error_line("trust_pinned = 10.0.0.0/8\n"
+			 "trust_anonymous = 10.0.0.0/8\n", 2,
+			 "10.0.0.0/8 is given a trust policy already (pinned)");
+	check_error("trust_pinned = ,\n", "empty list");
+	check_error("hostpair_lifetime = 30s\n",
+		    "hostpair_lifetime must be at least 60000ms");
+	check_error("hostpair_max_connections = 0\n",
+		    "hostpair_max_connections must be a number from 1 to");
 }
 
 static const struct unit_test tests[] = {
@@ -608,6 +708,9 @@ static const struct unit_test tests[] = {
 	UNIT(exclude_accumulates_ports_replace),
 	UNIT(dump_round_trip),
 	UNIT(dump_round_trip_longest_lists),
+	UNIT(trust_longest_prefix_wins),
+	UNIT(trust_defaults_and_names),
+	UNIT(trust_errors),
 };
 
 UNIT_MAIN("config", tests)

@@ -48,6 +48,11 @@ struct srv {
 };
 
 static const int families[] = { AF_INET, AF_INET6 };
+/* The host key the enhanced servers announce (version 2). */
+static const uint8_t host_key[EDP_ANNOUNCE_KEY_LEN] = {
+	0x52, 0x61, 0x63, 0x6b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+	13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 0xff,
+};
 
 static const char *loopback(int family)
 {
@@ -256,7 +261,7 @@ static bool srv_start(struct srv *s, enum srv_kind kind, int family,
 	if (sodium_init() < 0 || pipe2(s->stop, O_CLOEXEC) < 0 ||
 	    listen(s->lfd, 4) < 0)
 		abort();
-	edp_announce_new(s->announce);
+	edp_announce_new(s->announce, host_key);
 	if (pthread_create(&s->thread, NULL, srv_main, s))
 		abort();
 	return true;
@@ -305,6 +310,10 @@ static void check_enhanced(const struct srv *s, int ret,
 	CHECK_EQ_INT(r->verdict, EDP_PROBE_ENHANCED);
 	CHECK_EQ_STR(r->reason, "announcement");
 	CHECK_EQ_STR(r->host_id, id);
+	/* A version 2 announcement: the key it carries, and where. */
+	CHECK(r->has_host_key);
+	CHECK_EQ_MEM(r->host_key, host_key, sizeof(host_key));
+	CHECK_EQ_STR(r->peer, loopback(s->family));
 	CHECK_EQ_INT(r->bytes, (s->banner_len ? s->banner_len : 32) +
 			       EDP_ANNOUNCE_LEN);
 	CHECK(r->total_us >= r->connect_us);
@@ -335,6 +344,7 @@ static void check_ordinary_eof(const struct srv *s, int ret,
 	CHECK_EQ_INT(r->verdict, EDP_PROBE_ORDINARY);
 	CHECK_EQ_STR(r->reason, "eof");
 	CHECK_EQ_STR(r->host_id, "");
+	CHECK(!r->has_host_key);
 	CHECK_EQ_INT(r->bytes, 3000);
 }
 

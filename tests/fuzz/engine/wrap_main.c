@@ -33,6 +33,7 @@ void fz_wire(struct rackd *d)
 	memset(d->migrate, 0, sizeof(*d->migrate));
 	memset(d->adopt, 0, sizeof(*d->adopt));
 	memset(d->rstguard, 0, sizeof(*d->rstguard));
+	memset(d->hosts_file, 0, sizeof(*d->hosts_file));
 	wire(d);
 	channel = d->channel;
 }
