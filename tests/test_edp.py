@@ -696,7 +696,11 @@ def test_no_key_material_in_logs_or_cli_output(topo):
         for args in (("status",), ("list",), ("show", show["id"])):
             outputs += [rackd.ctl(*args), rackd.ctl(*args, "--json")]
     long_secret = re.compile(r"[0-9a-fA-F]{32,}|[A-Za-z0-9+/]{43,}")
+    # Host keys' public halves and fingerprints are shown on purpose
+    # (rackd(8), HOST IDENTITY): nothing else that long is.
+    public = re.compile(r"(SHA256|racks-x25519):[A-Za-z0-9+/]+=*")
     for text in outputs:
+        text = public.sub("PUBLIC", text)
         assert not long_secret.search(text), long_secret.search(text).group()
     assert len(sa["conn_id"]) == len(sa["key_fingerprint"]) == 16
     client.result()
