@@ -6,6 +6,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int sync_parent_dir(const char *path)
@@ -22,4 +23,38 @@ int sync_parent_dir(const char *path)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+int file_replace(const char *path, mode_t mode, file_writer_fn write,
+		 void *arg)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+	int fd, ret;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	(void)unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  mode);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0 || !(f = fdopen(fd, "w"))) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
+		return ret;
+	}
+	ret = write(f, arg);
+	if (fflush(f) == EOF || fsync(fileno(f)) < 0)
+		ret = ret ? ret : -errno;
+	if (fclose(f) == EOF && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return ret;
+	}
+	return sync_parent_dir(path);
 }

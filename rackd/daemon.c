@@ -480,6 +480,9 @@ static bool hand_over(struct rackd *d)
 	 * behind: with no rackd to notice, they would catch the next
 	 * connections on their ports. */
 	track_sweep(d);
+	/* The next rackd counts on from where this one got. */
+	if (d->host_pairs.counts_unsaved)
+		d->host_pairs.dirty = true;
 	if (state_write(d))
 		return false;
 	/* A connection the state file does not name (released or aborted,

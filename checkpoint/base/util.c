@@ -115,46 +115,24 @@ char *xasprintf(const char *fmt, ...)
 	return p;
 }
 
+struct buffer {
+	const char *data;
+	size_t len;
+};
+
+static int write_buffer(FILE *f, void *arg)
+{
+	const struct buffer *b = arg;
+
+	return fwrite(b->data, 1, b->len, f) == b->len ? 0 : -EIO;
+}
+
 int util_write_file(const char *path, const char *data, size_t len,
 		    unsigned mode)
 {
-	char *tmp = xasprintf("%s.tmp", path);
-	int fd, ret = 0;
+	struct buffer b = { data, len };
 
-	/* O_EXCL: a file of someone else's (or a symlink) is never reused. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		  mode);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if (fchmod(fd, mode) < 0)
-		ret = -errno;
-	while (!ret && len) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			break;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
-	if (close(fd) < 0 && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	else
-		ret = sync_parent_dir(path);
-out:
-	free(tmp);
-	return ret;
+	return file_replace(path, mode, write_buffer, &b);
 }
 
 char *util_read_file(const char *path, size_t *lenp)

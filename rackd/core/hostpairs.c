@@ -24,6 +24,14 @@ static void drop(struct host_pairs *hp, struct host_pair **link)
 	hp->dirty = true;
 }
 
+void host_pairs_count_use(struct host_pairs *hp, struct host_pair *h)
+{
+	if (++h->conns % HOSTPAIR_COUNT_SAVE_EVERY == 0)
+		hp->dirty = true;
+	else
+		hp->counts_unsaved = true;
+}
+
 void host_pairs_clear(struct host_pairs *hp)
 {
 	while (hp->head)

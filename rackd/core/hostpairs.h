@@ -58,8 +58,19 @@ struct host_pairs {
 	struct host_pair *head;
 	size_t count;
 	bool dirty;		/* changed since last saved */
+	bool counts_unsaved;	/* uses counted since (host_pairs_count_use) */
 	struct host_pair_pending pending[HOSTPAIR_PENDING];
 };
+
+/*
+ * A connection keyed from H. Its count is saved every
+ * HOSTPAIR_COUNT_SAVE_EVERY uses and when rackd stops, not at each one:
+ * the file is synced whole at every save, and thousands of connections
+ * a second would write it as often. A crash forgets fewer than that many
+ * uses, which hostpair_max_connections can be exceeded by.
+ */
+#define HOSTPAIR_COUNT_SAVE_EVERY 256
+void host_pairs_count_use(struct host_pairs *hp, struct host_pair *h);
 
 void host_pairs_init(struct host_pairs *hp);
 /* Wipes every secret. */

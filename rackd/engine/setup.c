@@ -137,8 +137,7 @@ static void key_from_pair(struct rackd *d, struct conn *c,
 	e->conn_id = edp_conn_id(e->key);
 	edp_fingerprint(e->key, e->fingerprint);
 	e->source = source;
-	h->conns++;
-	d->host_pairs.dirty = true;
+	host_pairs_count_use(&d->host_pairs, h);
 }
 
 /*

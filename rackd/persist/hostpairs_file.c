@@ -30,28 +30,21 @@ static void put_hex(FILE *f, const char *name, const uint8_t *b, size_t n)
 		fprintf(f, "%02x", b[i]);
 }
 
-int hostpairs_file_save(const char *path, struct host_pairs *hp,
-			const uint8_t self[32])
-{
-	char tmp[4096], a[ADDR_STRLEN];
-	FILE *f;
-	int fd, ret = 0;
+struct save_ctx {
+	const struct host_pairs *hp;
+	const uint8_t *self;
+};
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (!(f = fdopen(fd, "w"))) {
-		ret = -errno;
-		close(fd);
-		goto out;
-	}
+static int write_pairs(FILE *f, void *arg)
+{
+	const struct save_ctx *w = arg;
+	char a[ADDR_STRLEN];
+
 	fprintf(f, "# racks host pairs: secrets, root only (rackd(8))\nself ");
 	for (size_t i = 0; i < 32; i++)
-		fprintf(f, "%02x", self[i]);
+		fprintf(f, "%02x", w->self[i]);
 	fputc('\n', f);
-	for (const struct host_pair *h = hp->head; h; h = h->next) {
+	for (const struct host_pair *h = w->hp->head; h; h = h->next) {
 		fprintf(f, "pair id=%08" PRIx32, h->id);
 		put_hex(f, "peer", h->peer_pk, sizeof(h->peer_pk));
 		put_hex(f, "secret", h->secret, sizeof(h->secret));
@@ -62,19 +55,17 @@ int hostpairs_file_save(const char *path, struct host_pairs *hp,
 				addr_format(&h->peer_addr, a, sizeof(a)));
 		fputc('\n', f);
 	}
-	if (fflush(f) || fsync(fileno(f)))
-		ret = -errno;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
+	return 0;
+}
+
+int hostpairs_file_save(const char *path, struct host_pairs *hp,
+			const uint8_t self[32])
+{
+	struct save_ctx w = { .hp = hp, .self = self };
+	int ret = file_replace(path, 0600, write_pairs, &w);
+
 	if (!ret)
-		ret = sync_parent_dir(path);
-out:
-	if (ret)
-		unlink(tmp);
-	else
-		hp->dirty = false;
+		hp->dirty = hp->counts_unsaved = false;
 	return ret;
 }
 

@@ -208,46 +208,20 @@ static void write_host(FILE *f, const struct known_host *h)
 		h->name);
 }
 
-static int write_tmp(const struct known_hosts *kh, const char *tmp)
+static int write_hosts(FILE *f, void *arg)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-		      O_NOFOLLOW, 0600);
-	int ret = 0;
-	FILE *f;
+	const struct known_hosts *kh = arg;
 
-	if (fd < 0)
-		return -errno;
-	if (fchmod(fd, 0600) < 0 || !(f = fdopen(fd, "w"))) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
 	fputs(KH_HEADER, f);
 	for (const struct known_host *h = known_hosts_next(kh, NULL); h;
 	     h = known_hosts_next(kh, h))
 		write_host(f, h);
-	if (fflush(f) == EOF || fsync(fileno(f)) < 0)
-		ret = -errno;
-	if (fclose(f) == EOF && ret == 0)
-		ret = -errno;
-	return ret;
+	return 0;
 }
 
 int known_hosts_file_save(const struct known_hosts *kh, const char *path)
 {
-	char tmp[PATH_MAX];
-	int ret;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	ret = write_tmp(kh, tmp);
-	if (ret == 0 && rename(tmp, path) < 0)
-		ret = -errno;
-	if (ret == 0)
-		ret = sync_parent_dir(path);
-	if (ret)
-		unlink(tmp);
-	return ret;
+	return file_replace(path, 0600, write_hosts, (void *)kh);
 }
 
 /* ---- rackd's file ---- */

@@ -171,35 +171,24 @@ int state_export_conn(FILE *f, const struct conn *c)
 	return 0;
 }
 
-static int write_file(struct rackd *d, const char *tmp, unsigned *count)
-{
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		      0600);
-	FILE *f;
-	int ret = 0;
+struct write_ctx {
+	struct rackd *d;
+	unsigned count;
+};
 
-	if (fd < 0)
-		return -errno;
-	/* An existing file keeps its mode across O_TRUNC: force 0600. */
-	if (fchmod(fd, 0600) < 0 || !(f = fdopen(fd, "w"))) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	*count = 0;
+static int write_conns(FILE *f, void *arg)
+{
+	struct write_ctx *w = arg;
+
 	fprintf(f, STATE_MAGIC "\n");
-	for (struct conn *c = d->conns.head; c; c = c->next) {
+	for (struct conn *c = w->d->conns.head; c; c = c->next) {
 		if (!conn_managed(c))
 			continue;
 		state_write_conn(f, c);
-		(*count)++;
+		w->count++;
 	}
-	fprintf(f, "end %u\n", *count);
-	if (fflush(f) == EOF || fsync(fileno(f)) < 0)
-		ret = -errno;
-	if (fclose(f) == EOF && ret == 0)
-		ret = -errno;
-	return ret;
+	fprintf(f, "end %u\n", w->count);
+	return 0;
 }
 
 /* The host pairs' file, written with the state when they changed. */
@@ -251,22 +240,14 @@ static void load_host_pairs(struct rackd *d)
 int state_write(struct rackd *d)
 {
 	struct state_file *s = d->state;
-	char tmp[4096];
-	unsigned count = 0;
+	struct write_ctx w = { .d = d };
 	int ret;
 
 	if (!s->path)
 		return 0;
 	loop_timer_cancel(d->loop, &s->write_timer);
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", s->path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	ret = write_file(d, tmp, &count);
-	if (ret == 0 && rename(tmp, s->path) < 0)
-		ret = -errno;
-	if (ret == 0)
-		ret = sync_parent_dir(s->path);
+	ret = file_replace(s->path, 0600, write_conns, &w);
 	if (ret) {
-		unlink(tmp);
 		s->write_errors++;
 		/* Once per run of failures, not once per write. */
 		if (!s->write_failing)
@@ -281,7 +262,7 @@ int state_write(struct rackd *d)
 		log_info("state file %s written again", s->path);
 	s->write_failing = false;
 	s->writes++;
-	log_debug("state file %s: %u connection(s)", s->path, count);
+	log_debug("state file %s: %u connection(s)", s->path, w.count);
 	return 0;
 }
 

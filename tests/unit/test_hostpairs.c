@@ -100,6 +100,27 @@ TEST(a_used_up_pair_is_renewed_by_one_connection)
 	CHECK(!host_pair_offer(&h, 2000, 60, 10));
 }
 
+/* Counted uses mark the file for a save only every so many (each save
+ * syncs it whole); the rest are remembered as unsaved, for the stop. */
+TEST(uses_are_saved_in_batches)
+{
+	struct host_pairs hp;
+	uint8_t peer[32], s[32];
+	struct host_pair *h;
+
+	host_pairs_init(&hp);
+	key(peer, 5);
+	key(s, 6);
+	h = host_pairs_add(&hp, peer, s, 1);
+	hp.dirty = false;
+	for (unsigned i = 1; i < HOSTPAIR_COUNT_SAVE_EVERY; i++)
+		host_pairs_count_use(&hp, h);
+	CHECK(!hp.dirty && hp.counts_unsaved);
+	host_pairs_count_use(&hp, h);
+	CHECK(hp.dirty && h->conns == HOSTPAIR_COUNT_SAVE_EVERY);
+	host_pairs_clear(&hp);
+}
+
 TEST(aging)
 {
 	struct host_pair h = { .created = 1000, .conns = 5 };
@@ -220,6 +241,7 @@ TEST(path_beside_the_state)
 static const struct unit_test tests[] = {
 	UNIT(renewed_pairs_replace_the_old_once_confirmed),
 	UNIT(a_used_up_pair_is_renewed_by_one_connection),
+	UNIT(uses_are_saved_in_batches),
 	UNIT(aging),
 	UNIT(found_by_the_address_last_met),
 	UNIT(file_round_trip),
