@@ -15,7 +15,7 @@ PKG_CONFIG ?= pkg-config
 PYTHON ?= /usr/bin/python3
 BUILD := build
 
-PKGS := libmnl libnetfilter_queue libnftables libnftnl libsodium
+PKGS := libmnl libnetfilter_queue libnftables libnftnl libsodium libbpf
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
 # rackd's layers, lowest first (README "Architecture"; make check-layers).
@@ -23,7 +23,10 @@ RACKD_DIRS := rackd/io rackd/core rackd/engine rackd/persist rackd/ctl
 # rackckpt's layers, lowest first (checkpoint/README.md; make check-layers).
 CKPT_DIRS := checkpoint/base checkpoint/proc checkpoint/state \
 	checkpoint/relay checkpoint/move checkpoint/job checkpoint/cli
-INCLUDES := -Icommon $(addprefix -I,$(RACKD_DIRS)) -Inft -Iedp
+# bpf/ holds the sock_ops program and the header it shares with its
+# loader (rackd/io/bpfopt.c); build/bpf its skeleton (below).
+INCLUDES := -Icommon $(addprefix -I,$(RACKD_DIRS)) -Inft -Iedp -Ibpf \
+	-I$(BUILD)/bpf
 # rackckpt's objects see common/ and its own folders only: rackd's
 # headers are not theirs (and share some of their names).
 CKPT_INCLUDES := -Icommon $(addprefix -I,$(CKPT_DIRS))
@@ -78,6 +81,38 @@ $(BUILD)/obj/%.o: %.c
 	$(call quiet,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) $(CFLAGS) -c -o $@ $<
+
+# The sock_ops program that writes racks' option in the kernel (bpf/,
+# bpf/README.md): vmlinux.h from the running kernel's BTF (the program
+# reads only the UAPI context and tcphdr, so a build machine's kernel
+# serves any kernel from 5.15), the object for -target bpf, and the
+# skeleton that embeds it in rackd (bpftool gen skeleton).
+BPFTOOL ?= bpftool
+BPF_CLANG ?= clang
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+BPF_SKEL := $(BUILD)/bpf/racks_sockops.skel.h
+$(BUILD)/bpf/vmlinux.h:
+	$(call quiet,BTF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp
+	$(Q)mv $@.tmp $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/racks_sockops.h $(BUILD)/bpf/vmlinux.h
+	$(call quiet,CC-BPF,$<)
+	$(Q)$(BPF_CLANG) -target bpf -O2 -g -Wall -Wextra -Werror \
+		-I$(BUILD)/bpf -Ibpf -c -o $@ $<
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call quiet,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@.tmp
+	$(Q)mv $@.tmp $@
+
+# Kept for llvm-objdump and bpftool prog dump (not an intermediate).
+.SECONDARY: $(BUILD)/bpf/racks_sockops.bpf.o
+
+# The loader includes the skeleton: it must exist before -MMD knows it.
+$(call obj,obj,rackd/io/bpfopt.c) $(call obj,san-obj,rackd/io/bpfopt.c): \
+	$(BPF_SKEL)
 
 $(BUILD)/rackd: $(call obj,obj,$(RACKD_SRC))
 	$(call quiet,LD,$@)
@@ -326,9 +361,22 @@ DISORDER_SRC := tests/tools/disorder.c tests/tools/disorder_hold.c
 # noise_peer (tests/tools/noise_peer.c) plays one end of edp/noise.c's
 # handshake against another implementation (tests/test_noise.py), under
 # the sanitizers like the unit tests.
+# bpfopt_tool (tests/tools/bpfopt_tool.c) loads the sock_ops program
+# through rackd/io/bpfopt.c and prints what it reports (tests/
+# test_bpfopt.py), under the sanitizers.
 TEST_TOOLS := $(BUILD)/tests/wintrack $(BUILD)/tests/disorder \
-	$(BUILD)/bench/connfleet $(BUILD)/tests/noise_peer
+	$(BUILD)/bench/connfleet $(BUILD)/tests/noise_peer \
+	$(BUILD)/tests/bpfopt_tool
 test-tools: $(TEST_TOOLS)
+
+BPFOPT_TOOL_SRC := tests/tools/bpfopt_tool.c rackd/io/bpfopt.c rackd/io/log.c \
+	common/addr.c edp/option.c
+$(BUILD)/tests/bpfopt_tool: $(BPFOPT_TOOL_SRC) rackd/io/bpfopt.h \
+	bpf/racks_sockops.h $(BPF_SKEL)
+	$(call quiet,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) $(SAN_FLAGS) $(LDFLAGS) -o $@ \
+		$(BPFOPT_TOOL_SRC) $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null)
 
 NOISE_PEER_SRC := tests/tools/noise_peer.c edp/noise.c edp/hostpair.c \
 	edp/hostid.c

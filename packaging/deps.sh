@@ -8,8 +8,12 @@
 # Idempotent: packages already installed are skipped without touching apt.
 set -eu
 
+# libbpf-dev and bpftool: the sock_ops program that writes racks' option
+# in the kernel (bpf/): bpftool dumps vmlinux.h from the kernel's BTF and
+# generates the skeleton that rackd/io/bpfopt.c loads; clang (below)
+# compiles it with -target bpf, no llvm tools needed.
 BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
-	libnftnl-dev libnftables-dev libsodium-dev"
+	libnftnl-dev libnftables-dev libsodium-dev libbpf-dev bpftool"
 # nftables: the CLI is used by tests to inspect the ruleset;
 # iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
 # python3-pytest/python3-scapy: the integration suite and crafted packets;
