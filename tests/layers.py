@@ -31,9 +31,10 @@ RACKD_LAYERS = [
     ("lib", ["common", "edp"],
      "shared with rackctl and rackckpt: addresses, control protocol, "
      "netlink requests, racks' option and keys"),
-    ("io", ["rackd/io"],
+    ("io", ["rackd/io", "bpf"],
      "kernel I/O: event loop, timers, NFQUEUE, packets, raw sockets, "
-     "rtnetlink, sock_diag, sd_notify, capabilities, log"),
+     "rtnetlink, sock_diag, sd_notify, capabilities, log; the sock_ops "
+     "program (bpf/) and its loader (bpfopt.c)"),
     ("core", ["rackd/core"],
      "connection table, configuration, events, key pool, shared state"),
     ("ruleset", ["nft"],
@@ -139,6 +140,11 @@ def scan(files):
             headers[name] = path
             for fn in declared((REPO / path).read_text()):
                 owner.setdefault(fn, module(path))
+        elif path.endswith(".bpf.c"):
+            # bpftool's skeleton of a BPF program (build/bpf/X.skel.h)
+            # stands for the program's source.
+            name = path.rsplit("/", 1)[-1][:-len(".bpf.c")] + ".skel.h"
+            headers[name] = path
     edges = {}
     for path in files:
         text = (REPO / path).read_text()

@@ -20,7 +20,7 @@ def layers(*args):
 
 @pytest.fixture
 def tree(tmp_path):
-    for d in ("common", "edp", "nft", "rackd", "checkpoint"):
+    for d in ("common", "edp", "nft", "rackd", "checkpoint", "bpf"):
         shutil.copytree(testbed.REPO / d, tmp_path / d)
     return tmp_path
 
