@@ -48,7 +48,7 @@ COMMON_SRC := common/addr.c common/proto.c common/syncdir.c
 # rtnetlink requests and "lo" host addresses: rackd and rackckpt.
 NETLINK_SRC := common/netlink.c common/lohost.c
 EDP_SRC := $(wildcard edp/*.c)
-RACKD_SRC := rackd/main.c rackd/daemon.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
+RACKD_SRC := rackd/main.c rackd/daemon.c rackd/optpath.c $(wildcard $(addsuffix /*.c,$(RACKD_DIRS))) \
 	$(wildcard nft/*.c) $(EDP_SRC) $(COMMON_SRC) \
 	$(NETLINK_SRC)
 RACKCTL_SRC := $(wildcard rackctl/*.c) $(COMMON_SRC) common/ctlclient.c $(EDP_SRC)
@@ -197,7 +197,7 @@ FUZZ_ENGINE_SRC := tests/fuzz/fuzz_engine.c $(wildcard tests/fuzz/engine/*.c) \
 	$(wildcard rackd/core/*.c) rackd/io/packet.c rackd/io/csum.c \
 	rackd/io/rewrite.c rackd/io/timer.c rackd/persist/state.c \
 	rackd/persist/hostkey_file.c rackd/persist/knownhosts_file.c \
-	rackd/persist/hostpairs_file.c \
+	rackd/persist/hostpairs_file.c rackd/optpath.c \
 	rackd/ctl/ctl_cmds.c rackd/ctl/ctl_migrate.c rackd/ctl/ctl_hosts.c \
 	edp/option.c edp/keys.c edp/announce.c edp/hostid.c edp/noise.c \
 	edp/hostpair.c nft/splicemap.c nft/adoptset.c nft/offerset.c \

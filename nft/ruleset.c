@@ -107,11 +107,15 @@ static void handshake_chains(FILE *f, const struct config *cfg)
 	fprintf(f, "\t}\n");
 
 	fprintf(f, "\tchain input_ctl {\n");
-	fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn | ack "
-		   "meta mark != 0x%08x jump syn_in\n", cfg->mark);
-	fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn tcp option "
-		   "@%d,16,16 0x%04x meta mark != 0x%08x jump syn_in\n",
-		EDP_OPT_KIND, EDP_EXID, cfg->mark);
+	/* With the sock_ops program (cfg->bpf_handshakes) the kernel writes
+	 * and reads racks' option itself: no handshake comes here. */
+	if (!cfg->bpf_handshakes) {
+		fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn | "
+			   "ack meta mark != 0x%08x jump syn_in\n", cfg->mark);
+		fprintf(f, "\t\ttcp flags & (fin | syn | rst | ack) == syn tcp "
+			   "option @%d,16,16 0x%04x meta mark != 0x%08x jump "
+			   "syn_in\n", EDP_OPT_KIND, EDP_EXID, cfg->mark);
+	}
 	/* Every reset: few, and a managed connection's may not be its
 	 * peer's (rstguard.h). */
 	fprintf(f, "\t\ttcp flags & (syn | rst) == rst meta mark != 0x%08x "
@@ -203,9 +207,13 @@ void ruleset_chains_write(FILE *f, const struct config *cfg, bool spliced,
 			  bool held, bool adopting)
 {
 	fprintf(f, "flush chain %s %s output\n", RULESET_FAMILY, RULESET_TABLE);
-	fprintf(f, ADD_RULE "output tcp flags & (fin | syn | rst) == syn meta "
-		   "mark != { 0x%08x, 0x%08x } meta oiftype != loopback jump "
-		   "output_syn\n", cfg->mark, config_unspliced_mark(cfg));
+	/* The BPF path: SYNs and SYN-ACKs leave with racks' option written
+	 * by the kernel (cfg->bpf_handshakes), none is diverted. */
+	if (!cfg->bpf_handshakes)
+		fprintf(f, ADD_RULE "output tcp flags & (fin | syn | rst) == syn "
+			   "meta mark != { 0x%08x, 0x%08x } meta oiftype != "
+			   "loopback jump output_syn\n", cfg->mark,
+			config_unspliced_mark(cfg));
 	if (held)
 		held_rules(f, cfg, "output", "s", "d");
 	if (adopting)

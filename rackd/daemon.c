@@ -35,6 +35,7 @@
 #include "knownhosts_file.h"
 #include "notify.h"
 #include "offerset.h"
+#include "optpath.h"
 #include "queue.h"
 #include "reconnect.h"
 #include "rstguard.h"
@@ -83,8 +84,9 @@ static enum queue_mode reload_mode(const struct rackd *d,
 /* The line `systemctl status` shows. */
 const char *daemon_status(const struct rackd *d, char *buf, size_t len)
 {
-	snprintf(buf, len, "queue %u (%s), connections: %zu", d->cfg->queue_num,
-		 config_queue_mode_name(d->queue_mode), d->conns.count);
+	snprintf(buf, len, "queue %u (%s), option path %s, connections: %zu",
+		 d->cfg->queue_num, config_queue_mode_name(d->queue_mode),
+		 optpath_name(d), d->conns.count);
 	return buf;
 }
 
@@ -106,6 +108,11 @@ static int reload(struct rackd *d, char *err, size_t errlen)
 	    cfg->queue_maxlen != d->cfg->queue_maxlen) {
 		snprintf(err, errlen, "changing queue or queue_maxlen needs a "
 			 "restart");
+		log_warnx("reload refused: %s", err);
+		config_free(cfg);
+		return -EINVAL;
+	}
+	if (optpath_reload(d, cfg, err, errlen)) {
 		log_warnx("reload refused: %s", err);
 		config_free(cfg);
 		return -EINVAL;
@@ -137,6 +144,8 @@ static int reload(struct rackd *d, char *err, size_t errlen)
 	d->queue_mode = used;
 	inject_set_mark(d->inject, cfg->mark, config_unspliced_mark(cfg));
 	reconnect_configure(d);
+	/* Trust may have changed: which host pair each SYN names too. */
+	optpath_sync(d);
 	log_set_debug(cfg->debug || d->debug_option);
 	log_info("configuration reloaded from %s%s", d->config_path,
 		 missing ? " (missing: built-in defaults)" : "");
@@ -182,6 +191,8 @@ static void on_queue(void *arg, uint32_t events)
 	struct rackd *d = arg;
 
 	(void)events;
+	/* A connection's record before its peer's first message. */
+	optpath_drain(d);
 	queue_process(d->queue);
 }
 
@@ -190,6 +201,7 @@ static void on_strict_queue(void *arg, uint32_t events)
 	struct rackd *d = arg;
 
 	(void)events;
+	optpath_drain(d);
 	queue_process(d->strict_queue);
 }
 
@@ -245,6 +257,8 @@ static void on_sweep(struct timer *t, void *arg)
 	char status[128];
 
 	track_sweep(d);
+	/* Host pairs age: a used-up one is named no more. */
+	optpath_sync(d);
 	notify_status(daemon_status(d, status, sizeof(status)));
 	loop_timer_arm(d->loop, t, d->cfg->sweep_interval_ms);
 }
@@ -404,6 +418,9 @@ void daemon_start(struct rackd *d)
 	edp_announce_new(d->announcement, d->hostkey.pk);
 	keypool_init(&d->keys, d->loop);
 	host_pairs_init(&d->host_pairs);
+	/* Before the host pairs load (the program's maps follow them) and
+	 * the ruleset (which diverts no handshake on the BPF path). */
+	optpath_start(d);
 	answer_init(d);
 	ratelimit_init(&d->unauth_queries, RACKD_UNAUTH_QUERY_RATE,
 		       RACKD_UNAUTH_QUERY_BURST);
@@ -425,6 +442,7 @@ void daemon_start(struct rackd *d)
 	 * table that kept rewriting and holding them meanwhile. */
 	state_init(d, d->state->path);
 	state_load(d);
+	optpath_sync(d);
 	state = d->conns.count ? state_script(d, d->cfg) : NULL;
 	ret = ruleset_install(d->cfg, d->cfg->queue_mode, state, &d->queue_mode,
 			      &replaced, err, sizeof(err));
@@ -526,6 +544,7 @@ void daemon_stop(struct rackd *d)
 	rtnl_close(d->rtnl);
 	queue_close(d->queue);
 	queue_close(d->strict_queue);
+	optpath_stop(d);
 	loop_timer_cancel(d->loop, &d->sweep_timer);
 	for (struct conn *c = d->conns.head; c; c = c->next) {
 		/* The table is gone already: no set to update. */

@@ -44,8 +44,10 @@ RACKD_LAYERS = [
      "reconnect, splice, kept addresses, migration, probe answers"),
     ("persist", ["rackd/persist"], "the state file"),
     ("control", ["rackd/ctl"], "control socket and its commands"),
-    ("main", ["rackd/main.c", "rackd/daemon.c", "rackd/daemon.h"],
-     "main.c wires the layers together; daemon.c starts, reloads, stops"),
+    ("main", ["rackd/main.c", "rackd/daemon.c", "rackd/daemon.h",
+              "rackd/optpath.c", "rackd/optpath.h"],
+     "main.c wires the layers together; daemon.c starts, reloads, stops; "
+     "optpath.c chooses the option's path and wires the BPF one"),
 ]
 
 RACKCKPT_LAYERS = [

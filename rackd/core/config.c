@@ -115,6 +115,27 @@ static int set_queue_mode(struct config *cfg, char *v, char *why, size_t wl)
 	return set_error(why, wl, "queue_mode must be auto, native or xt");
 }
 
+static int set_kernel_option(struct config *cfg, char *v, char *why,
+			     size_t wl)
+{
+	for (int k = KERNEL_OPTION_AUTO; k <= KERNEL_OPTION_QUEUE; k++) {
+		if (strcmp(v, config_kernel_option_name(k)) == 0) {
+			cfg->kernel_option = k;
+			return 0;
+		}
+	}
+	return set_error(why, wl, "kernel_option must be auto, bpf or queue");
+}
+
+static int set_bpf_cgroup(struct config *cfg, char *v, char *why, size_t wl)
+{
+	if (v[0] != '/' || strlen(v) >= sizeof(cfg->bpf_cgroup))
+		return set_error(why, wl, "bpf_cgroup must be an absolute path "
+				 "shorter than %zu bytes", sizeof(cfg->bpf_cgroup));
+	snprintf(cfg->bpf_cgroup, sizeof(cfg->bpf_cgroup), "%s", v);
+	return 0;
+}
+
 static int set_queue_maxlen(struct config *cfg, char *v, char *why, size_t wl)
 {
 	uint64_t n;
@@ -472,6 +493,8 @@ static const struct config_key config_keys[] = {
 	{ .name = "trust_anonymous", .set = set_trust_anonymous },
 	DURATION_KEY(hostpair_lifetime, 60000),
 	{ .name = "hostpair_max_connections", .set = set_hostpair_max_connections },
+	{ .name = "kernel_option", .set = set_kernel_option },
+	{ .name = "bpf_cgroup", .set = set_bpf_cgroup },
 };
 
 const char *config_queue_mode_name(enum queue_mode mode)
@@ -479,6 +502,13 @@ const char *config_queue_mode_name(enum queue_mode mode)
 	static const char *const names[] = { "auto", "native", "xt" };
 
 	return names[mode];
+}
+
+const char *config_kernel_option_name(enum kernel_option k)
+{
+	static const char *const names[] = { "auto", "bpf", "queue" };
+
+	return names[k];
 }
 
 struct config *config_defaults(void)
@@ -694,4 +724,8 @@ void config_dump(const struct config *cfg, FILE *f)
 	dump_duration(f, "hostpair_lifetime", cfg->hostpair_lifetime_ms);
 	fprintf(f, "hostpair_max_connections = %u\n",
 		cfg->hostpair_max_connections);
+	fprintf(f, "kernel_option = %s\n",
+		config_kernel_option_name(cfg->kernel_option));
+	if (cfg->bpf_cgroup[0])
+		fprintf(f, "bpf_cgroup = %s\n", cfg->bpf_cgroup);
 }

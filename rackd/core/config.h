@@ -22,6 +22,17 @@ enum queue_mode {
 	QUEUE_MODE_XT,
 };
 
+/* Which path racks' handshake option takes (kernel_option): the sock_ops
+ * program (bpf/, bpfopt.h) where it can be loaded, else the queue (auto);
+ * the program or no start (bpf); the queue always (queue). */
+enum kernel_option {
+	KERNEL_OPTION_AUTO,
+	KERNEL_OPTION_BPF,
+	KERNEL_OPTION_QUEUE,
+};
+
+#define CONFIG_PATH_MAX 256
+
 struct port_range {
 	uint16_t first, last;
 };
@@ -83,6 +94,14 @@ struct config {
 	uint64_t hostpair_lifetime_ms;
 	uint32_t hostpair_max_connections;
 	bool debug;
+	enum kernel_option kernel_option;
+	/* The cgroup v2 directory the program is attached to; empty: the
+	 * cgroup2 mount (bpfopt.h). */
+	char bpf_cgroup[CONFIG_PATH_MAX];
+	/* Not a key: set by daemon.c once the path is chosen at start (a
+	 * reload carries it over). With it, the ruleset diverts no SYN or
+	 * SYN-ACK for racks' option (ruleset.c): the program handles it. */
+	bool bpf_handshakes;
 };
 
 /* The strict queue: racks' own messages and the segments of held
@@ -116,6 +135,8 @@ void config_dump(const struct config *cfg, FILE *f);
 /* Parse a duration with unit (ms, s, m, h, d; bare number = seconds). */
 int config_parse_duration(const char *s, uint64_t *ms);
 const char *config_queue_mode_name(enum queue_mode mode);
+/* "auto", "bpf" or "queue". */
+const char *config_kernel_option_name(enum kernel_option k);
 
 /* The policy for PEER: that of the longest trust_* prefix holding it (the
  * one given first of equally long ones), else CFG's trust. */

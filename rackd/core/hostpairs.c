@@ -13,11 +13,27 @@ void host_pairs_init(struct host_pairs *hp)
 	memset(hp, 0, sizeof(*hp));
 }
 
+void host_pairs_set_notify(struct host_pairs *hp, host_pairs_notify_fn fn,
+			   void *arg)
+{
+	hp->notify = fn;
+	hp->notify_arg = arg;
+}
+
+static void notify(const struct host_pairs *hp, const struct host_pair *h,
+		   bool present)
+{
+	if (hp->notify)
+		hp->notify(hp->notify_arg, h, h->have_addr ? &h->peer_addr :
+			   NULL, present);
+}
+
 static void drop(struct host_pairs *hp, struct host_pair **link)
 {
 	struct host_pair *h = *link;
 
 	*link = h->next;
+	notify(hp, h, false);
 	sodium_memzero(h, sizeof(*h));
 	free(h);
 	hp->count--;
@@ -30,6 +46,17 @@ void host_pairs_count_use(struct host_pairs *hp, struct host_pair *h)
 		hp->dirty = true;
 	else
 		hp->counts_unsaved = true;
+	/* Used up now, perhaps: offered no more. */
+	notify(hp, h, true);
+}
+
+void host_pairs_retire(struct host_pairs *hp, struct host_pair *h)
+{
+	if (h->retired)
+		return;
+	h->retired = true;
+	hp->dirty = true;
+	notify(hp, h, true);
 }
 
 void host_pairs_clear(struct host_pairs *hp)
@@ -103,7 +130,16 @@ bool host_pairs_pending(const struct host_pairs *hp, const struct addr *addr,
 void host_pairs_confirm(struct host_pairs *hp, struct host_pair *h,
 			const struct addr *addr)
 {
-	if (!h->have_addr || !addr_equal(&h->peer_addr, addr)) {
+	bool moved = !h->have_addr || !addr_equal(&h->peer_addr, addr);
+
+	if (moved) {
+		/* Where it was offered until now: offered no more. */
+		if (h->have_addr && hp->notify) {
+			struct addr old = h->peer_addr;
+
+			h->peer_addr = *addr;
+			hp->notify(hp->notify_arg, h, &old, true);
+		}
 		h->peer_addr = *addr;
 		h->have_addr = true;
 		hp->dirty = true;
@@ -114,7 +150,10 @@ void host_pairs_confirm(struct host_pairs *hp, struct host_pair *h,
 		    !sodium_memcmp(o->peer_pk, h->peer_pk, HOSTPAIR_KEY_LEN)) {
 			o->retired = true;
 			hp->dirty = true;
+			notify(hp, o, true);
 		}
+	if (moved)
+		notify(hp, h, true);
 }
 
 struct host_pair *host_pairs_of(const struct host_pairs *hp,
@@ -161,6 +200,7 @@ struct host_pair *host_pairs_add(struct host_pairs *hp,
 	hp->head = h;
 	hp->count++;
 	hp->dirty = true;
+	notify(hp, h, true);
 	return h;
 }
 
@@ -178,6 +218,7 @@ struct host_pair *host_pairs_add_loaded(struct host_pairs *hp,
 	h->next = NULL;
 	*link = h;
 	hp->count++;
+	notify(hp, h, true);
 	return h;
 }
 

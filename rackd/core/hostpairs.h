@@ -54,7 +54,21 @@ struct host_pair_pending {
 	unsigned users;		/* handshakes under way to it */
 };
 
+/*
+ * Who hears that the host pairs changed (installed by daemon.c; NULL:
+ * nobody): H came or changed (PRESENT) or went (!PRESENT, unlinked, not
+ * yet wiped), and WHERE (NULL: nowhere) is an address whose offer may
+ * have changed with it (a client's next SYN there names another host
+ * pair, or none). Called on every change: added, loaded, confirmed,
+ * retired, a connection counted, dropped. The BPF path mirrors the host
+ * pairs into the sock_ops program's maps with it (bpfopt.h).
+ */
+typedef void (*host_pairs_notify_fn)(void *arg, const struct host_pair *h,
+				     const struct addr *where, bool present);
+
 struct host_pairs {
+	host_pairs_notify_fn notify;
+	void *notify_arg;
 	struct host_pair *head;
 	size_t count;
 	bool dirty;		/* changed since last saved */
@@ -73,6 +87,12 @@ struct host_pairs {
 void host_pairs_count_use(struct host_pairs *hp, struct host_pair *h);
 
 void host_pairs_init(struct host_pairs *hp);
+/* FN hears every change from now on (see host_pairs_notify_fn). */
+void host_pairs_set_notify(struct host_pairs *hp, host_pairs_notify_fn fn,
+			   void *arg);
+/* H is no longer offered (a MAC failed under a key derived from it):
+ * the next connection runs a new handshake. */
+void host_pairs_retire(struct host_pairs *hp, struct host_pair *h);
 /* Wipes every secret. */
 void host_pairs_clear(struct host_pairs *hp);
 

@@ -43,6 +43,7 @@ struct state_file;
 struct migrate_stats;
 struct adopt_state;
 struct known_hosts_file;
+struct bpfopt;
 
 struct rackd_stats {
 	uint64_t malformed;		/* sum of malformed_by[] */
@@ -66,6 +67,12 @@ struct rackd_stats {
 	uint64_t ctl_requests;
 	uint64_t ctl_errors;
 	uint64_t csum_bad;		/* not rewritten: checksum was wrong */
+	/* The BPF path (kernelopt.h): records of established connections
+	 * read from the ring, racks, plain (our offer unanswered), ignored
+	 * (a plain client, a peer not considered), already known; wake-ups
+	 * and timer rounds that drained some. */
+	uint64_t bpf_records, bpf_racks, bpf_plain, bpf_ignored;
+	uint64_t bpf_duplicate, bpf_drains, bpf_map_errors;
 };
 
 /* Peer detection and set-up (EDP). */
@@ -116,6 +123,13 @@ struct rackd {
 	struct queue *strict_queue;	/* racks' messages and held segments:
 					 * never fails open */
 	enum queue_mode queue_mode;	/* in use: native or xt, never auto */
+	/* The BPF path (bpfopt.h), or NULL: the queue's (kernel_option,
+	 * chosen at start; daemon.c). Why, in one line, for the log and
+	 * rackctl status. */
+	struct bpfopt *bpf;
+	char option_path_reason[256];
+	struct timer bpf_timer;		/* drains the ring in rounds */
+	bool bpf_polled;		/* its fd in the loop (not in a round) */
 	bool table_installed;
 	struct conn_table conns;
 	struct events events;		/* who hears what happens to them */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "adopt.h"
+#include "bpfopt.h"
 #include "ctl_hosts.h"
 #include "ctl_migrate.h"
 #include "hold.h"
@@ -208,6 +209,32 @@ static void queue_totals(const struct rackd *d, struct queue_stats *t)
 	t->send_errors = a->send_errors + m->send_errors;
 }
 
+/* Which path racks' handshake option takes, why, and the program's
+ * counters (bpfopt.h). */
+static void put_option_path(FILE *out, const struct rackd *d)
+{
+	const struct rackd_stats *s = &d->stats;
+	struct bpfopt_counters bc;
+
+	proto_put(out, "option_path", "%s", d->bpf ? "bpf" : "queue");
+	proto_put(out, "option_path_reason", "%s", d->option_path_reason);
+	proto_put(out, "kernel_option", "%s",
+		  config_kernel_option_name(d->cfg->kernel_option));
+	if (!d->bpf)
+		return;
+	proto_put(out, "bpf_cgroup", "%s", bpfopt_cgroup(d->bpf));
+	if (bpfopt_counters(d->bpf, &bc) == 0)
+		for (unsigned i = 0; i < RACKS_BPF_CNT_MAX; i++)
+			put_reason(out, "bpf_", bpfopt_counter_name(i), bc.v[i]);
+	put_u64(out, "bpf_records", s->bpf_records);
+	put_u64(out, "bpf_records_racks", s->bpf_racks);
+	put_u64(out, "bpf_records_plain", s->bpf_plain);
+	put_u64(out, "bpf_records_ignored", s->bpf_ignored);
+	put_u64(out, "bpf_records_duplicate", s->bpf_duplicate);
+	put_u64(out, "bpf_drains", s->bpf_drains);
+	put_u64(out, "bpf_map_errors", s->bpf_map_errors);
+}
+
 static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 		      char *err, size_t errlen)
 {
@@ -226,6 +253,7 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	put_u64(out, "known_hosts_writes", d->hosts_file->writes);
 	put_u64(out, "known_hosts_write_errors", d->hosts_file->write_errors);
 	proto_put(out, "queue_mode", "%s", config_queue_mode_name(d->queue_mode));
+	put_option_path(out, d);
 	proto_put(out, "queue", "%u", d->cfg->queue_num);
 	proto_put(out, "strict_queue", "%u", config_strict_queue(d->cfg));
 	put_u64(out, "strict_queued", queue_stats(d->strict_queue)->received);

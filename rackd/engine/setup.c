@@ -426,8 +426,7 @@ static bool mac_ok(struct rackd *d, struct conn *c, enum edp_role role,
 		    c->edp->source == KEY_SOURCE_DERIVED &&
 		    (h = host_pairs_by_id(&d->host_pairs, c->edp->hp_id)) &&
 		    !h->retired) {
-			h->retired = true;
-			d->host_pairs.dirty = true;
+			host_pairs_retire(&d->host_pairs, h);
 			d->edp.hostpair_bad_mac++;
 		}
 		return false;

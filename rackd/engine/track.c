@@ -562,7 +562,10 @@ static void track_syn(struct rackd *d, struct queue *q,
 	 * reach us too: the flow joins the offered set before the kernel
 	 * sees the SYN and answers it. */
 	usable = racks_option(d, c, p, EDP_SYN);
-	c->offered = usable && offer_synack(d, c);
+	/* On the BPF path (a probe's SYN, the only one diverted) the
+	 * program answers in the SYN-ACK, and its record decides
+	 * (kernelopt.h). */
+	c->offered = usable && (d->cfg->bpf_handshakes || offer_synack(d, c));
 	if (p->opt.racks_len)
 		verdict_stripped(d, q, qp, p);
 	else
