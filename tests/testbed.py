@@ -255,6 +255,9 @@ class Netns:
         self.name = name
         self.procs = []      # Popens started here, killed by kill_processes()
         self.rackds = []     # every Rackd created for this namespace
+        # A cgroup v2 directory its programs join before they start (the
+        # BPF path: Topology.use_cgroup), or None.
+        self.cgroup = None
 
     def __repr__(self):
         return f"Netns({self.name!r})"
@@ -265,11 +268,16 @@ class Netns:
         ``ip netns exec`` (the default) also gives the program a private
         mount namespace with the namespace's own /sys; ``nsenter --net``
         enters only the network namespace, which CRIU needs to dump it.
-        Both exec the program, so its pid is the child's pid.
+        Both exec the program, so its pid is the child's pid. With a
+        cgroup (the BPF path), a shell first writes its own pid to the
+        cgroup's cgroup.procs, then execs the rest (same pid again), so
+        every socket the program makes runs the cgroup's programs.
         """
+        join = (["sh", "-c", 'echo $$ > "$0" && exec "$@"',
+                 str(self.cgroup / "cgroup.procs")] if self.cgroup else [])
         if nsenter:
-            return ["nsenter", f"--net=/run/netns/{self.name}"]
-        return ["ip", "netns", "exec", self.name]
+            return join + ["nsenter", f"--net=/run/netns/{self.name}"]
+        return join + ["ip", "netns", "exec", self.name]
 
     def run(self, cmd, check=True, timeout=30, capture=True, input=None):
         """Run cmd inside the namespace; a str is split with shlex (no shell).
@@ -329,6 +337,37 @@ class Netns:
         """Terminate every process started with popen (see terminate)."""
         terminate(self.procs, grace)
         self.procs.clear()
+
+
+def option_path():
+    """The option path the test-bed's rackds take unless a test says
+    otherwise: RACKS_OPTION_PATH ("bpf", "queue", "auto"), or None
+    (rackd's default: auto, attached at the cgroup2 mount's root)."""
+    return os.environ.get("RACKS_OPTION_PATH") or None
+
+
+def cgroup2_mount():
+    """The first cgroup v2 mount (NOTES.md: /sys/fs/cgroup/unified)."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                return Path(fields[1])
+    raise TestbedError("no cgroup v2 mounted")
+
+
+def remove_cgroup(path, timeout=10):
+    """Kill what is left in cgroup PATH (only the test-bed's programs
+    are ever in it), wait until it is empty, remove it."""
+    procs = path / "cgroup.procs"
+    try:
+        if procs.read_text().split():
+            (path / "cgroup.kill").write_text("1")
+        wait_until(lambda: not procs.read_text().split(), timeout,
+                   f"{path} to empty")
+        path.rmdir()
+    except FileNotFoundError:
+        pass
 
 
 def _as_netns(ns):
@@ -905,6 +944,7 @@ class Rackd:
         self.debug = debug
         self.proc = None
         self._final_log = None
+        self.nsenter = False     # start with nsenter --net (the BPF path)
         ns.rackds.append(self)
 
     def __repr__(self):
@@ -935,7 +975,8 @@ class Rackd:
         env = {**os.environ, **self.env} if self.env else None
         with open(self.log_path, "w") as log:
             self.proc = self.ns.popen(self.command, stdout=log,
-                                      stderr=subprocess.STDOUT, env=env)
+                                      stderr=subprocess.STDOUT, env=env,
+                                      nsenter=self.nsenter)
         self.wait_ready(timeout)
         return self
 
@@ -1096,6 +1137,9 @@ class Topology:
         self.queue_tools = []
         self._created = []
         self._closed = False
+        # The BPF path (use_cgroup): the child cgroup every node's
+        # programs run in, made and removed by the topology.
+        self.cgroup = None
 
     def __repr__(self):
         return f"Topology({self.tag})"
@@ -1120,6 +1164,8 @@ class Topology:
         """
         topo = cls()
         try:
+            if option_path() == "bpf":
+                topo.use_cgroup()
             topo._build()
             topo.wait_reachable(timeout=timeout)
         except BaseException:
@@ -1195,6 +1241,7 @@ class Topology:
             raise ValueError(f"host name {name!r}: one free letter c-z, not r")
         n = next(self._next_subnet)
         ns = Netns(self.tag + name)
+        ns.cgroup = self.cgroup
         run(["ip", "netns", "add", ns.name])
         self._created.append(ns.name)
         self._nodes[name] = ns
@@ -1226,6 +1273,7 @@ class Topology:
             raise ValueError(f"host name {name!r}: one free letter c-z, not r")
         rif, n = self.router_iface(beside), self._subnet[beside]
         ns = Netns(self.tag + name)
+        ns.cgroup = self.cgroup
         run(["ip", "netns", "add", ns.name])
         self._created.append(ns.name)
         self._nodes[name] = ns
@@ -1660,11 +1708,41 @@ class Topology:
 
     # rackd -------------------------------------------------------------------
 
+    def use_cgroup(self):
+        """The BPF path: a child cgroup of the cgroup2 mount, for this
+        topology alone, which every program its nodes start joins
+        (Netns.exec_prefix); rackd's sock_ops program is attached there
+        (bpf_cgroup). Removed at close(), after what is left in it is
+        killed. Call it before anything starts: a program started
+        before stays outside (its sockets get no option). Returns it."""
+        if self.cgroup is None:
+            self.cgroup = cgroup2_mount() / f"racks-test-{self.tag}"
+            self.cgroup.mkdir()
+            for ns in self._nodes.values():
+                ns.cgroup = self.cgroup
+        return self.cgroup
+
     def start_rackd(self, host, config=None, args=(), binary=None, env=None,
-                    rackctl=None, timeout=10, debug=True):
-        """Start rackd in host ('a', 'b' or 'r'); return it once ready."""
+                    rackctl=None, timeout=10, debug=True, path=None):
+        """Start rackd in host ('a', 'b' or 'r'); return it once ready.
+
+        PATH, racks' option path ("bpf", "queue", "auto"; None: the
+        RACKS_OPTION_PATH environment variable, else rackd's default),
+        is added to its configuration as kernel_option, with bpf_cgroup
+        for "bpf" and "auto" (the topology's cgroup, use_cgroup), unless
+        CONFIG already names kernel_option."""
+        path = path or option_path()
+        if path and "kernel_option" not in (config or ""):
+            extra = f"kernel_option = {path}\n"
+            if path != "queue":
+                extra += f"bpf_cgroup = {self.use_cgroup()}\n"
+            config = (config or "") + ("\n" if config and not config.endswith("\n")
+                                       else "") + extra
         rackd = Rackd(self.ns(host), config=config, args=args, binary=binary,
                       rackctl=rackctl, env=env, debug=debug)
+        # The cgroup is under /sys/fs/cgroup, which `ip netns exec` hides
+        # (it mounts a /sys of its own): nsenter keeps it in sight.
+        rackd.nsenter = bool(path and path != "queue")
         return rackd.start(timeout)
 
     @property
@@ -1697,6 +1775,8 @@ class Topology:
             tool.remove_files()
         for ns in {r.ns.name: r.ns for r in self.rackds}.values():
             self._drop_racks_table(ns)
+        if self.cgroup is not None:
+            remove_cgroup(self.cgroup)
         existing = namespace_names()
         for name in self._created:
             if name in existing:

@@ -273,11 +273,14 @@ TEST(limits_and_alternatives)
 	config_free(cfg);
 
 	cfg = load_ok("queue = 65534\nqueue_mode = auto\nmark = 1234\n"
-		      "ports = all\n");
+		      "ports = all\nkernel_option = bpf\n"
+		      "bpf_cgroup = /sys/fs/cgroup/unified/racks\n");
 	if (cfg) {
 		CHECK_EQ_INT(cfg->queue_num, 65534);
 		CHECK_EQ_INT(config_strict_queue(cfg), 65535);
 		CHECK_EQ_INT(cfg->queue_mode, QUEUE_MODE_AUTO);
+		CHECK_EQ_INT(cfg->kernel_option, KERNEL_OPTION_BPF);
+		CHECK_EQ_STR(cfg->bpf_cgroup, "/sys/fs/cgroup/unified/racks");
 		CHECK_EQ_INT(cfg->mark, 1234);
 		CHECK(cfg->all_ports);
 		CHECK_EQ_INT(cfg->nports, 0);
@@ -411,6 +414,8 @@ TEST(bad_values)
 		{ "exclude = ::ffff:10.0.0.0/104", "IPv4-mapped" },
 		{ "exclude = ::ffff:192.0.2.1", "IPv4-mapped" },
 		{ "queue_mode = AUTO", "queue_mode must be" },
+		{ "kernel_option = ebpf", "kernel_option must be auto, bpf or queue" },
+		{ "bpf_cgroup = sys/fs/cgroup", "bpf_cgroup must be an absolute path" },
 		{ "log_level = DEBUG", "log_level must be" },
 		{ "reopen = true", "reopen must be yes or no" },
 		{ "retry_backoff_after = 999ms",
@@ -609,7 +614,8 @@ TEST(dump_round_trip)
 			     "reconnect_rate = 4000\n"
 			     "log_level = info\ntrust = accept-new\n"
 			     "hostpair_lifetime = 1d\n"
-			     "hostpair_max_connections = 100000\n");
+			     "hostpair_max_connections = 100000\n"
+			     "kernel_option = auto\n");
 	}
 	free(text);
 	config_free(cfg);
