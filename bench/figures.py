@@ -42,12 +42,15 @@ class Bench:
 
     # rackd --------------------------------------------------------------
 
-    def racks(self, hosts=("a", "b"), config=None):
-        """rackd running on exactly hosts (fresh, with config)."""
+    def racks(self, hosts=("a", "b"), config=None, path="queue"):
+        """rackd running on exactly hosts (fresh, with config), racks'
+        option on PATH ("queue": every SYN and SYN-ACK through NFQUEUE;
+        "bpf": the sock_ops program, run.py puts every program of the
+        topology in its cgroup)."""
         self.plain()
         for h in hosts:
             self.rackds[h] = self.topo.start_rackd(h, config=config,
-                                                   debug=False)
+                                                   debug=False, path=path)
         return [self.rackds[h] for h in hosts]
 
     def plain(self):
@@ -273,6 +276,12 @@ COMBOS = {
     "racks <-> racks": (("a", "b"), "<= 1.3", lambda r, _: r <= 1.3),
     "racks client -> plain server": (("a",), None, None),
     "plain client -> racks server": (("b",), "<= 1.05", lambda r, _: r <= 1.05),
+    # The BPF path (issue 23): racks' option written by the kernel.
+    "racks <-> racks, BPF": (("a", "b"), "<= 1.1", lambda r, _: r <= 1.1),
+    "racks client -> plain server, BPF": (("a",), "<= 1.02",
+                                          lambda r, _: r <= 1.02),
+    "plain client -> racks server, BPF": (("b",), "<= 1.02",
+                                          lambda r, _: r <= 1.02),
 }
 
 
@@ -309,7 +318,8 @@ def connect(bench):
             bench.plain()
             testbed.nft_file(topo.b, _table_without(B_TABLES[mode]))
         else:
-            bench.racks(COMBOS[mode][0])
+            bench.racks(COMBOS[mode][0],
+                        path="bpf" if mode.endswith("BPF") else "queue")
         return client(count, "latency")["p50_us"]
     try:
         v = bench.alternate(runs, modes, measure)
@@ -336,7 +346,7 @@ def connect(bench):
         if mode == "plain":
             bench.plain()
             return client(rate_count, "rate")["per_second"]
-        rackds = bench.racks()
+        rackds = bench.racks(path="bpf" if mode == "racks, BPF" else "queue")
         before = [r.status() for r in rackds]
         per_second = client(rate_count, "rate")["per_second"]
         after = [r.status() for r in rackds]
@@ -349,17 +359,23 @@ def connect(bench):
             "server": (after[1]["edp_setup_msgs_out"] -
                        before[1]["edp_setup_msgs_out"]) /
             max(1, after[1]["edp_setup_ok"] - before[1]["edp_setup_ok"]),
+            "mode": mode,
+            "queued": after[0]["packets_queued"] - before[0]["packets_queued"],
             "derived": after[0]["edp_keyed_derived"] -
             before[0]["edp_keyed_derived"],
             "set_up": after[0]["edp_setup_ok"] - before[0]["edp_setup_ok"]})
         return per_second
-    r = bench.alternate(runs, ["plain", "racks"], rate)
+    r = bench.alternate(runs, ["plain", "racks", "racks, BPF"], rate)
     rows.append(row("racks <-> racks, connections/s sustained", r["plain"],
                     r["racks"]))
+    rows.append(row("racks <-> racks, BPF, connections/s sustained",
+                    r["plain"], r["racks, BPF"], ">= 0.9",
+                    lambda x, _: x >= 0.9))
     msgs_note = "Set-up messages per connection (racks <-> racks, rate " \
         "runs): " + "; ".join(
-            f"client {m['client']:.2f}, server {m['server']:.2f}, "
-            f"{m['derived']} of {m['set_up']} keys derived"
+            f"{m['mode']}: client {m['client']:.2f}, server "
+            f"{m['server']:.2f}, {m['derived']} of {m['set_up']} keys "
+            f"derived, {m['queued']} packets queued on the client"
             for m in setup_msgs)
     bench.plain()
     return {"name": "connect", "title": "Connection set-up (connect() until "

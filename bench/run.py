@@ -57,6 +57,9 @@ def main():
     results = {"stamp": stamp, "quick": args.quick, "figures": []}
     testbed.remove_stale_namespaces()
     with testbed.Topology.create() as topo:
+        # Every program of the topology in a cgroup of its own, where a
+        # rackd on the BPF path attaches its sock_ops program.
+        topo.use_cgroup()
         bench = figures.Bench(topo, args.quick)
         try:
             for name in names:
