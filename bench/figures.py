@@ -303,10 +303,22 @@ def connect(bench):
     bench.serve([str(BUILD / "connbench"), "server", str(CONN_PORT)])
     modes = ["plain"] + list(COMBOS) + ["floor"] + list(B_TABLES)
 
-    def client(mode_count, kind):
+    def client(mode_count, kind, port=CONN_PORT):
         return bench.run_json(topo.a, [str(BUILD / "connbench"), "client",
-                                       topo.addr["b"]["v4"], str(CONN_PORT),
+                                       topo.addr["b"]["v4"], str(port),
                                        str(mode_count), kind])
+
+    def bpf_client(mode_count, kind):
+        """On the BPF path the server must listen after B's program is
+        attached (a listener made before answers plain: bpf/README.md):
+        a server of its own, started after rackd."""
+        server = bench.serve([str(BUILD / "connbench"), "server",
+                              str(CONN_PORT + 1)])
+        try:
+            return client(mode_count, kind, CONN_PORT + 1)
+        finally:
+            testbed.terminate([server])
+            bench.servers.remove(server)
 
     def measure(mode):
         testbed.nft(topo.b, "delete table inet racks", check=False)
@@ -317,9 +329,11 @@ def connect(bench):
         elif mode in B_TABLES:
             bench.plain()
             testbed.nft_file(topo.b, _table_without(B_TABLES[mode]))
+        elif mode.endswith("BPF"):
+            bench.racks(COMBOS[mode][0], path="bpf")
+            return bpf_client(count, "latency")["p50_us"]
         else:
-            bench.racks(COMBOS[mode][0],
-                        path="bpf" if mode.endswith("BPF") else "queue")
+            bench.racks(COMBOS[mode][0])
         return client(count, "latency")["p50_us"]
     try:
         v = bench.alternate(runs, modes, measure)
@@ -348,7 +362,8 @@ def connect(bench):
             return client(rate_count, "rate")["per_second"]
         rackds = bench.racks(path="bpf" if mode == "racks, BPF" else "queue")
         before = [r.status() for r in rackds]
-        per_second = client(rate_count, "rate")["per_second"]
+        per_second = (bpf_client if mode == "racks, BPF" else client)(
+            rate_count, "rate")["per_second"]
         after = [r.status() for r in rackds]
         # Set-up messages each end sent per connection set up, and how
         # the keys were made (the first between two hosts: a handshake).
@@ -363,6 +378,7 @@ def connect(bench):
             "queued": after[0]["packets_queued"] - before[0]["packets_queued"],
             "derived": after[0]["edp_keyed_derived"] -
             before[0]["edp_keyed_derived"],
+            "syn_queued": after[0]["syn"] - before[0]["syn"],
             "set_up": after[0]["edp_setup_ok"] - before[0]["edp_setup_ok"]})
         return per_second
     r = bench.alternate(runs, ["plain", "racks", "racks, BPF"], rate)
@@ -375,7 +391,8 @@ def connect(bench):
         "runs): " + "; ".join(
             f"{m['mode']}: client {m['client']:.2f}, server "
             f"{m['server']:.2f}, {m['derived']} of {m['set_up']} keys "
-            f"derived, {m['queued']} packets queued on the client"
+            f"derived, {m['queued']} packets queued on the client "
+            f"({m['syn_queued']} SYNs)"
             for m in setup_msgs)
     bench.plain()
     return {"name": "connect", "title": "Connection set-up (connect() until "
