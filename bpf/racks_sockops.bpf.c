@@ -77,8 +77,8 @@ struct {
 	__type(value, __u8);
 } known_ids SEC(".maps");
 
-/* The active side's offer, from connect() to ESTABLISHED: a
- * retransmitted SYN carries the same nonce and host pair. */
+/* The active side's offer, from connect() to ESTABLISHED: made for
+ * the first SYN only (retransmissions go out plain). */
 struct active_state {
 	__u8 nonce[RACKS_BPF_NONCE_LEN];
 	__u32 hp_sent;
@@ -335,13 +335,17 @@ static __always_inline void write_syn(struct bpf_sock_ops *skops,
 	st = bpf_sk_storage_get(&active, sk, NULL, 0);
 	if (!st)
 		return;
-	if (!st->made) {
-		__builtin_memcpy(peer.addr, k->remote_addr, sizeof(peer.addr));
-		id = bpf_map_lookup_elem(&offer_ids, &peer);
-		st->hp_sent = id ? *id : 0;
-		nonce_new(st->nonce);
-		st->made = 1;
-	}
+	/* Only the first SYN offers racks, as on the queue path: if a
+	 * middlebox drops SYNs with unknown options, the kernel's
+	 * retransmission goes out plain and the connection still opens
+	 * (and is adopted later). */
+	if (st->made)
+		return;
+	__builtin_memcpy(peer.addr, k->remote_addr, sizeof(peer.addr));
+	id = bpf_map_lookup_elem(&offer_ids, &peer);
+	st->hp_sent = id ? *id : 0;
+	nonce_new(st->nonce);
+	st->made = 1;
 	st->local_long = store_offer(skops, RACKS_BPF_SYN, st->hp_sent,
 				     st->nonce) == RACKS_BPF_LONG_LEN;
 	if (!st->local_long) {
@@ -349,6 +353,19 @@ static __always_inline void write_syn(struct bpf_sock_ops *skops,
 		st->hp_sent = 0;
 		__builtin_memset(st->nonce, 0, RACKS_BPF_NONCE_LEN);
 	}
+}
+
+/* Room in the first SYN only: a retransmission goes out plain. */
+static __always_inline void syn_len(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	struct active_state *st;
+
+	if (!sk)
+		return;
+	st = bpf_sk_storage_get(&active, sk, NULL, 0);
+	if (st && !st->made)
+		reserve_offer(skops);
 }
 
 /* --- passive side ------------------------------------------------------ */
@@ -574,7 +591,7 @@ int racks_sockops(struct bpf_sock_ops *skops)
 		if (synack)
 			synack_len(skops, &k);
 		else if (skops->skb_tcp_flags & TCPHDR_SYN)
-			reserve_offer(skops);
+			syn_len(skops);
 		break;
 	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
 		if (synack)
