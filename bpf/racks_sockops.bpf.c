@@ -472,6 +472,8 @@ static __always_inline void push(struct bpf_sock_ops *skops,
 	__builtin_memcpy(ev->remote_addr, k->remote_addr,
 			 sizeof(ev->remote_addr));
 	ev->local_isn = skops->snd_nxt - 1;
+	/* Before ESTABLISHED nothing but the SYN can have been resent. */
+	ev->syn_retrans = side == RACKS_BPF_ACTIVE && skops->total_retrans;
 	ev->remote_isn = skops->rcv_nxt - 1;
 	if (p) {
 		ev->kind = RACKS_BPF_RACKS;

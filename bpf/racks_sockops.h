@@ -69,7 +69,9 @@ struct racks_bpf_event {
 	__u8 peer_flags;	/* the peer option's flags byte */
 	__u8 peer_long;		/* the peer's option had host pair, nonce */
 	__u8 local_long;	/* ours had (not when it needed the short form) */
-	__u8 pad[3];
+	__u8 syn_retrans;	/* active: our SYN was retransmitted (so the
+				 * SYN-ACK may answer a plain copy) */
+	__u8 pad[2];
 	__u32 family;
 	__u16 local_port, remote_port;
 	__u32 local_addr[4], remote_addr[4];

@@ -211,8 +211,12 @@ void kernelopt_record(struct rackd *d, const struct bpfopt_record *r)
 		 * plain peer, or a middlebox that stripped the option. */
 		d->stats.bpf_plain++;
 		c->offered = true;
+		/* Only the first SYN offers: a plain SYN-ACK after a
+		 * retransmission most likely answers the plain one. */
 		if (c->unmanaged == UNMANAGED_NO)
-			c->unmanaged = UNMANAGED_PLAIN_ANSWER;
+			c->unmanaged = r->syn_retrans ?
+				       UNMANAGED_SYN_RETRANSMITTED :
+				       UNMANAGED_PLAIN_ANSWER;
 		setup_release(d, c, "plain peer: released");
 		adopt_released(d, c);
 		return;

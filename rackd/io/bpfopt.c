@@ -272,6 +272,7 @@ static int sample(void *ctx, void *data, size_t size)
 	r.active = ev->side == RACKS_BPF_ACTIVE;
 	r.peer_long = ev->peer_long;
 	r.local_long = ev->local_long;
+	r.syn_retrans = ev->syn_retrans;
 	r.peer_flags = ev->peer_flags;
 	endpoint_from(&r.local, ev->family, ev->local_addr, ev->local_port);
 	endpoint_from(&r.remote, ev->family, ev->remote_addr, ev->remote_port);

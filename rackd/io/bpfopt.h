@@ -47,6 +47,8 @@ struct bpfopt_record {
 	bool active;		/* this host sent the SYN */
 	bool peer_long;		/* the peer's option named host pair, nonce */
 	bool local_long;	/* ours did */
+	bool syn_retrans;	/* active: our SYN was sent again (only the
+				 * first offers racks) */
 	uint8_t peer_flags;
 	struct endpoint local, remote;
 	uint32_t local_isn, remote_isn;
