@@ -253,8 +253,12 @@ static void client_begin(struct rackd *d, struct conn *c)
 	}
 	/* Another connection's handshake with this host is under way (a
 	 * burst of connections to a host met for the first time): this one
-	 * waits for its host pair rather than run one more. */
-	if (host_pairs_pending(&d->host_pairs, &c->remote.addr, loop_now(),
+	 * waits for its host pair rather than run one more. Not an adopted
+	 * one: with no nonces in its transcript, a key derived for it would
+	 * come again at its next adoption, and the server never derives one
+	 * for it (key_from_later_pair). */
+	if (c->adoption == ADOPTION_NONE &&
+	    host_pairs_pending(&d->host_pairs, &c->remote.addr, loop_now(),
 			       SETUP_PAIR_WAIT_MS)) {
 		e->phase = SETUP_WAIT_PAIR;
 		wait_for_pair(d, c);

@@ -158,6 +158,15 @@ enum splice_tuple splice_tuple_check(struct rackd *d, const struct conn *c,
 		return SPLICE_TUPLE_CONN;
 	if (endpoint_equal(wl, &c->local) && endpoint_equal(wr, &c->remote))
 		return SPLICE_TUPLE_FREE;
+	/* Another connection's socket, spliced elsewhere now: its splice
+	 * may end (its peer comes back) whatever the kernel says of the
+	 * socket at this moment. */
+	o = conn_lookup(&d->conns, wl, wr);
+	if (o && o != c) {
+		if (other)
+			*other = o;
+		return SPLICE_TUPLE_CONN;
+	}
 	/* A socket in TIME_WAIT or closing has nothing left to receive;
 	 * when the kernel cannot say, the tuple is taken: the move is tried
 	 * again later, where sharing a tuple would not heal. */
