@@ -83,24 +83,28 @@ $(BUILD)/obj/%.o: %.c
 	$(Q)$(CC) $(BASE_CFLAGS) $(pkg_cflags) $(CFLAGS) -c -o $@ $<
 
 # The sock_ops program that writes racks' option in the kernel (bpf/,
-# bpf/README.md): vmlinux.h from the running kernel's BTF (the program
-# reads only the UAPI context and tcphdr, so a build machine's kernel
-# serves any kernel from 5.15), the object for -target bpf, and the
-# skeleton that embeds it in rackd (bpftool gen skeleton).
+# bpf/README.md). It reads only the UAPI context (struct bpf_sock_ops)
+# and the TCP header, so it is built from <linux/bpf.h> (linux-libc-dev)
+# and libbpf's headers, with plain UAPI offsets and no CO-RE: no
+# vmlinux.h, no BTF of the build machine's kernel (a chroot, a buildd or
+# a container may have none), and the object serves any kernel from
+# 5.15. bpftool only generates the skeleton that embeds it in rackd.
 BPFTOOL ?= bpftool
 BPF_CLANG ?= clang
-VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+# clang -target bpf searches /usr/include but not the multiarch folder
+# where Debian keeps <asm/types.h> (/usr/include/x86_64-linux-gnu): the
+# host's own system folders go after clang's, as libbpf-bootstrap and
+# the kernel's selftests do it (a distribution with /usr/include/asm
+# needs nothing, and gets nothing new).
+BPF_SYS_INCLUDES ?= $(shell $(BPF_CLANG) -v -E - </dev/null 2>&1 | \
+	sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
 BPF_SKEL := $(BUILD)/bpf/racks_sockops.skel.h
-$(BUILD)/bpf/vmlinux.h:
-	$(call quiet,BTF,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp
-	$(Q)mv $@.tmp $@
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/racks_sockops.h $(BUILD)/bpf/vmlinux.h
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/racks_sockops.h
 	$(call quiet,CC-BPF,$<)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(BPF_CLANG) -target bpf -O2 -g -Wall -Wextra -Werror \
-		-I$(BUILD)/bpf -Ibpf -c -o $@ $<
+		-Ibpf $(BPF_SYS_INCLUDES) -c -o $@ $<
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call quiet,SKEL,$@)

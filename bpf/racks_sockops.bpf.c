@@ -37,7 +37,9 @@
  *   answered with the largest option, so an MSS is never too large for a
  *   segment that carries it.
  */
-#include <vmlinux.h>
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/tcp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -137,43 +139,28 @@ static __always_inline void count(__u32 what)
 		(*v)++;
 }
 
-/*
- * A 32-bit field of the context, read with a load at a constant offset.
- * vmlinux.h marks every struct preserve_access_index, and with it clang
- * may address remote_ip4 and remote_ip6[] from a moved context pointer,
- * which the verifier refuses ("dereference of modified ctx ptr"); the
- * context is UAPI and needs no relocation anyway.
- */
-#define CTX32(skops, field) ({						\
-	__u32 __v;							\
-	asm volatile("%0 = *(u32 *)(%1 + %2)" : "=r"(__v)		\
-		     : "r"(skops),					\
-		       "i"(__builtin_offsetof(struct bpf_sock_ops, field))); \
-	__v;								\
-})
-
 /* The socket's addresses and ports; IPv4-mapped IPv6 as IPv4, as the
  * queue path sees those connections' packets. */
 static __always_inline void tuple(const struct bpf_sock_ops *skops,
 				  struct pending_key *k)
 {
 	__builtin_memset(k, 0, sizeof(*k));
-	k->local_port = (__u16)CTX32(skops, local_port);
-	k->remote_port = (__u16)(bpf_ntohl(CTX32(skops, remote_port)) & 0xffff);
-	if (CTX32(skops, family) == AF_INET) {
+	k->local_port = (__u16)skops->local_port;
+	k->remote_port = (__u16)(bpf_ntohl(skops->remote_port) & 0xffff);
+	if (skops->family == AF_INET) {
 		k->family = AF_INET;
-		k->local_addr[0] = CTX32(skops, local_ip4);
-		k->remote_addr[0] = CTX32(skops, remote_ip4);
+		k->local_addr[0] = skops->local_ip4;
+		k->remote_addr[0] = skops->remote_ip4;
 		return;
 	}
-	k->remote_addr[0] = CTX32(skops, remote_ip6[0]);
-	k->remote_addr[1] = CTX32(skops, remote_ip6[1]);
-	k->remote_addr[2] = CTX32(skops, remote_ip6[2]);
-	k->remote_addr[3] = CTX32(skops, remote_ip6[3]);
-	k->local_addr[0] = CTX32(skops, local_ip6[0]);
-	k->local_addr[1] = CTX32(skops, local_ip6[1]);
-	k->local_addr[2] = CTX32(skops, local_ip6[2]);
-	k->local_addr[3] = CTX32(skops, local_ip6[3]);
+	k->remote_addr[0] = skops->remote_ip6[0];
+	k->remote_addr[1] = skops->remote_ip6[1];
+	k->remote_addr[2] = skops->remote_ip6[2];
+	k->remote_addr[3] = skops->remote_ip6[3];
+	k->local_addr[0] = skops->local_ip6[0];
+	k->local_addr[1] = skops->local_ip6[1];
+	k->local_addr[2] = skops->local_ip6[2];
+	k->local_addr[3] = skops->local_ip6[3];
 	if (k->remote_addr[0] == 0 && k->remote_addr[1] == 0 &&
 	    k->remote_addr[2] == bpf_htonl(0xffff)) {
 		k->family = AF_INET;

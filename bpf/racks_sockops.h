@@ -11,9 +11,7 @@
 #ifndef RACKS_BPF_SOCKOPS_H
 #define RACKS_BPF_SOCKOPS_H
 
-#ifndef __VMLINUX_H__
 #include <linux/types.h>
-#endif
 
 #define RACKS_BPF_OPT_KIND 254		/* EDP_OPT_KIND */
 #define RACKS_BPF_EXID 0x7261		/* EDP_EXID */

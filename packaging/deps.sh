@@ -8,18 +8,22 @@
 # Idempotent: packages already installed are skipped without touching apt.
 set -eu
 
-# libbpf-dev and bpftool: the sock_ops program that writes racks' option
-# in the kernel (bpf/): bpftool dumps vmlinux.h from the kernel's BTF and
-# generates the skeleton that rackd/io/bpfopt.c loads; clang (below)
-# compiles it with -target bpf, no llvm tools needed.
+# The sock_ops program that writes racks' option in the kernel (bpf/):
+# clang compiles it with -target bpf from the UAPI headers of
+# linux-libc-dev (<linux/bpf.h>; <asm/types.h> is in Debian's multiarch
+# folder, which the Makefile adds: BPF_SYS_INCLUDES) and libbpf-dev's
+# <bpf/bpf_helpers.h>; bpftool generates the skeleton that
+# rackd/io/bpfopt.c loads. No vmlinux.h: the build never reads the
+# kernel's BTF (/sys/kernel/btf may be absent in a chroot or container).
 BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
-	libnftnl-dev libnftables-dev libsodium-dev libbpf-dev bpftool"
+	libnftnl-dev libnftables-dev libsodium-dev libbpf-dev linux-libc-dev
+	bpftool clang"
 # nftables: the CLI is used by tests to inspect the ruleset;
 # iproute2/procps/kmod: namespaces, veth, netem (tc), sysctl;
 # python3-pytest/python3-scapy: the integration suite and crafted packets;
 # python3-pytest-xdist (with python3-execnet, which it depends on, named
 # anyway): make check runs the namespace tests in parallel workers;
-# clang with libclang-rt-14-dev: libFuzzer targets (clang only recommends
+# libclang-rt-14-dev: libFuzzer targets with clang (which only recommends
 # the runtime that holds libFuzzer and ASan); mandoc: man page lint;
 # openssh-server/-client and iperf3: real programs whose connections must
 # survive (iperf3 also measures throughput for make bench,
@@ -30,7 +34,7 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # python3-dissononce: an independent Noise implementation that
 # edp/noise.c must interoperate with (tests/test_noise.py).
 TEST_PKGS="nftables iproute2 procps kmod util-linux python3 python3-pytest
-	python3-pytest-xdist python3-execnet python3-scapy iperf3 tcpdump clang libclang-rt-14-dev mandoc
+	python3-pytest-xdist python3-execnet python3-scapy iperf3 tcpdump libclang-rt-14-dev mandoc
 	openssh-server openssh-client python3-matplotlib conntrack python3-dissononce"
 # make deb: dpkg-dev (dpkg-buildpackage), debhelper (dh, dh_installsystemd),
 # fakeroot (root-owned files without root), lintian (checks the package);

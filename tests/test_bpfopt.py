@@ -527,6 +527,35 @@ def test_probe_says_why_and_nothing_is_attached(topo, cgroup, tmp_path):
     assert attached() == []
 
 
+def test_built_and_loaded_without_the_kernels_btf(topo, cgroup, tmp_path):
+    """The program is built from UAPI headers (<linux/bpf.h>), no
+    vmlinux.h, no CO-RE: in a mount namespace whose /sys/kernel/btf is an
+    empty tmpfs (a chroot, a buildd, a container), `make` builds the
+    object, byte for byte the one the tree's build loads, and its
+    skeleton; and the program still loads there (the verifier's yes:
+    --probe), since no relocation needs the kernel's BTF."""
+    testbed.make("build/bpf/racks_sockops.bpf.o")
+    build = tmp_path / "build"
+    hidden = ("mount -t tmpfs none /sys/kernel/btf && "
+              "test ! -e /sys/kernel/btf/vmlinux && ")
+    r = testbed.run(["unshare", "-m", "sh", "-c", hidden +
+                     f"make -s -C {testbed.REPO} BUILD={build} "
+                     f"{build}/bpf/racks_sockops.skel.h"], check=False,
+                    timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not list(build.rglob("vmlinux.h"))
+    obj = (build / "bpf" / "racks_sockops.bpf.o").read_bytes()
+    assert obj == (testbed.REPO / "build" / "bpf" /
+                   "racks_sockops.bpf.o").read_bytes()
+    assert (build / "bpf" / "racks_sockops.skel.h").stat().st_size > 0
+    # Loaded with the kernel's BTF out of sight, inside A's namespace.
+    r = testbed.run(["unshare", "-m", "sh", "-c", hidden +
+                     f"exec nsenter --net=/run/netns/{topo.a.name} "
+                     f"{TOOL} --probe --cgroup {cgroup}"], check=False)
+    p = json.loads(r.stdout.splitlines()[-1])
+    assert r.returncode == 0 and p["ok"], (r.stdout, r.stderr)
+
+
 # --- what it costs ----------------------------------------------------------------
 
 def connect_p50(topo, cgroup, count, port=PORT):

@@ -172,22 +172,20 @@ static int cgroup_open(const char *cgroup, char *dir, size_t dirlen, int *fd,
 	return 0;
 }
 
-/* Why the program did not load (ERR from libbpf), in one line. */
+/* Why the program did not load (ERR from libbpf), in one line. The
+ * kernel's BTF plays no part: the program has no CO-RE relocation. */
 static void load_failure(int err, char *why, size_t whylen)
 {
-	const char *btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0 ? "" :
-			  " (the kernel has no BTF: /sys/kernel/btf/vmlinux)";
-
 	if (err == -EPERM)
 		snprintf(why, whylen, "no privilege to load a BPF program "
 			 "(needs CAP_BPF and CAP_NET_ADMIN, or "
-			 "CAP_SYS_ADMIN)%s", btf);
+			 "CAP_SYS_ADMIN)");
 	else if (libbpf_last[0])
 		snprintf(why, whylen, "the kernel refused the sock_ops program "
-			 "(%s): %s%s", strerror(-err), libbpf_last, btf);
+			 "(%s): %s", strerror(-err), libbpf_last);
 	else
-		snprintf(why, whylen, "the sock_ops program did not load: "
-			 "%s%s", strerror(-err), btf);
+		snprintf(why, whylen, "the sock_ops program did not load: %s",
+			 strerror(-err));
 }
 
 /* Open and load the skeleton for namespace COOKIE (0: ours). */
