@@ -162,11 +162,13 @@ def test_bpf_and_queue_rackds_interoperate(topo, side):
 
 
 def test_fallback_said_in_status(topo):
-    """kernel_option = queue: the queue path, because it was asked;
-    auto with a cgroup that is no cgroup: the queue path, and why."""
-    rq = topo.start_rackd("a", path="queue")
+    """No kernel_option at all: the queue path, the default while the BPF
+    path is a preview (opt-in); auto with a cgroup that is no cgroup: the
+    queue path, and why."""
+    rq = testbed.Rackd(topo.a, config=None).start(timeout=10)
     st = rq.status()
     assert st["option_path"] == "queue", st
+    assert st["kernel_option"] == "queue", st
     assert st["option_path_reason"] == "kernel_option = queue", st
     bogus = topo.b  # any namespace will do for the second rackd
     ra = topo.start_rackd("b", config="kernel_option = auto\n"

@@ -537,6 +537,8 @@ struct config *config_defaults(void)
 	cfg->trust = TRUST_ACCEPT_NEW;
 	cfg->hostpair_lifetime_ms = 86400000;
 	cfg->hostpair_max_connections = 100000;
+	/* The BPF path is opt-in until issue 23 is done. */
+	cfg->kernel_option = KERNEL_OPTION_QUEUE;
 	return cfg;
 }
 

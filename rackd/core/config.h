@@ -24,7 +24,8 @@ enum queue_mode {
 
 /* Which path racks' handshake option takes (kernel_option): the sock_ops
  * program (bpf/, bpfopt.h) where it can be loaded, else the queue (auto);
- * the program or no start (bpf); the queue always (queue). */
+ * the program or no start (bpf); the queue always (queue, the default
+ * while the BPF path is a preview: issue 23). */
 enum kernel_option {
 	KERNEL_OPTION_AUTO,
 	KERNEL_OPTION_BPF,

@@ -615,7 +615,7 @@ TEST(dump_round_trip)
 			     "log_level = info\ntrust = accept-new\n"
 			     "hostpair_lifetime = 1d\n"
 			     "hostpair_max_connections = 100000\n"
-			     "kernel_option = auto\n");
+			     "kernel_option = queue\n");
 	}
 	free(text);
 	config_free(cfg);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The fuzzer's kernel has no BPF: bpfopt_open() says so, and rackd takes
- * the queue path (optpath.c, kernel_option = auto) that the fake kernel
+ * the queue path (optpath.c, with kernel_option = auto) that the fake kernel
  * models. The rest is never reached with no program open.
  */
 #include <errno.h>
