@@ -98,7 +98,7 @@ BPF_CLANG ?= clang
 # needs nothing, and gets nothing new).
 BPF_SYS_INCLUDES ?= $(shell $(BPF_CLANG) -v -E - </dev/null 2>&1 | \
 	sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
-BPF_SKEL := $(BUILD)/bpf/racks_sockops.skel.h
+BPF_SKEL := $(BUILD)/bpf/racks_sockops.skel.h $(BUILD)/bpf/racks_listeners.skel.h
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/racks_sockops.h
 	$(call quiet,CC-BPF,$<)
@@ -112,7 +112,7 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(Q)mv $@.tmp $@
 
 # Kept for llvm-objdump and bpftool prog dump (not an intermediate).
-.SECONDARY: $(BUILD)/bpf/racks_sockops.bpf.o
+.SECONDARY: $(BUILD)/bpf/racks_sockops.bpf.o $(BUILD)/bpf/racks_listeners.bpf.o
 
 # The loader includes the skeleton: it must exist before -MMD knows it.
 $(call obj,obj,rackd/io/bpfopt.c) $(call obj,san-obj,rackd/io/bpfopt.c): \

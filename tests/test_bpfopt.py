@@ -532,22 +532,26 @@ def test_built_and_loaded_without_the_kernels_btf(topo, cgroup, tmp_path):
     vmlinux.h, no CO-RE: in a mount namespace whose /sys/kernel/btf is an
     empty tmpfs (a chroot, a buildd, a container), `make` builds the
     object, byte for byte the one the tree's build loads, and its
-    skeleton; and the program still loads there (the verifier's yes:
-    --probe), since no relocation needs the kernel's BTF."""
+    skeleton (and the listener iterator's, whose CO-RE relocations wait
+    for the load); and the sock_ops program still loads there (the
+    verifier's yes: --probe), since no relocation needs the kernel's
+    BTF."""
     testbed.make("build/bpf/racks_sockops.bpf.o")
     build = tmp_path / "build"
     hidden = ("mount -t tmpfs none /sys/kernel/btf && "
               "test ! -e /sys/kernel/btf/vmlinux && ")
     r = testbed.run(["unshare", "-m", "sh", "-c", hidden +
                      f"make -s -C {testbed.REPO} BUILD={build} "
-                     f"{build}/bpf/racks_sockops.skel.h"], check=False,
+                     f"{build}/bpf/racks_sockops.skel.h "
+                     f"{build}/bpf/racks_listeners.skel.h"], check=False,
                     timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert not list(build.rglob("vmlinux.h"))
     obj = (build / "bpf" / "racks_sockops.bpf.o").read_bytes()
     assert obj == (testbed.REPO / "build" / "bpf" /
                    "racks_sockops.bpf.o").read_bytes()
-    assert (build / "bpf" / "racks_sockops.skel.h").stat().st_size > 0
+    for skel in ("racks_sockops", "racks_listeners"):
+        assert (build / "bpf" / f"{skel}.skel.h").stat().st_size > 0
     # Loaded with the kernel's BTF out of sight, inside A's namespace.
     r = testbed.run(["unshare", "-m", "sh", "-c", hidden +
                      f"exec nsenter --net=/run/netns/{topo.a.name} "

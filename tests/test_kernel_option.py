@@ -118,6 +118,48 @@ def test_derived_connections_with_no_handshake_queued(topo, tmp_path, family):
           f"B: {rb.status()['packets_queued']} queued for 3 connections")
 
 
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_server_older_than_rackd_answers_racks(topo, tmp_path, family):
+    """B's server listens before B's rackd attaches its program, so the
+    program's TCP_LISTEN_CB never ran for it: rackd's listener iterator
+    (bpf/racks_listeners.bpf.c) gives it the program's flag at start.
+    Three connections A -> B then carry racks' option in SYN and SYN-ACK
+    alike (the capture), none is queued, and they are managed from their
+    handshake: the first exchanges, the next derive (not adopted)."""
+    topo.use_cgroup()           # the server runs the program's cgroup
+    port = PORT + 10
+    server = start_xfer_server(topo.b, port, send=SIZE, rate=RATE, count=3,
+                               timeout=30)
+    ra, rb = topo.start_rackd("a", path="bpf"), topo.start_rackd("b", path="bpf")
+    st = bpf_status(rb)
+    assert st["bpf_old_listeners"] == "flagged", st
+    assert st["bpf_old_listeners_flagged"] >= 1, st
+    assert "listener(s) older than the program now answer racks" in rb.log()
+    cap = Capture(topo.a, tmp_path / "a.pcap", f"tcp port {port}")
+    sources, reports = [], []
+    for i in range(3):
+        client = start_xfer_client(topo.a, topo.addr["b"][family], port,
+                                   SIZE, recv=True, rate=RATE,
+                                   announce=True, timeout=30)
+        client.connected()
+        sa, sb = settled(ra, port), settled(rb, port)
+        reports.append(client.result(60))
+        assert sa["state"] == sb["state"] == "connected", (sa, sb)
+        assert "adopted_for" not in sb, sb
+        sources.append((sa["key_source"], sb["key_source"]))
+    assert sources == [("exchange", "exchange"), ("derived", "derived"),
+                       ("derived", "derived")], sources
+    hs = handshake_options(cap.packets())
+    assert [f for f, o in hs if f == "SA" and o is not None] == ["SA"] * 3, hs
+    assert all(o is not None for _, o in hs), hs
+    st = bpf_status(rb)
+    assert st["syn"] == st["synack"] == 0, st
+    assert st["bpf_written_synack"] >= 3, st
+    for report, srv in zip(reports, server.results(60), strict=True):
+        assert report["sent_sha256"] == srv["recv_sha256"]
+        assert report["recv_sha256"] == srv["sent_sha256"]
+
+
 def test_plain_peer(topo, tmp_path):
     """A on the BPF path, B without rackd: A's SYN offers racks, B's
     SYN-ACK does not answer; the connection is released (plain_answer)

@@ -214,6 +214,7 @@ static void queue_totals(const struct rackd *d, struct queue_stats *t)
 static void put_option_path(FILE *out, const struct rackd *d)
 {
 	const struct rackd_stats *s = &d->stats;
+	const struct bpfopt_listeners *lst;
 	struct bpfopt_counters bc;
 
 	proto_put(out, "option_path", "%s", d->bpf ? "bpf" : "queue");
@@ -223,6 +224,12 @@ static void put_option_path(FILE *out, const struct rackd *d)
 	if (!d->bpf)
 		return;
 	proto_put(out, "bpf_cgroup", "%s", bpfopt_cgroup(d->bpf));
+	lst = bpfopt_listeners(d->bpf);
+	proto_put(out, "bpf_old_listeners", "%s", lst->ran ? "flagged" :
+		  "plain");
+	put_u64(out, "bpf_old_listeners_flagged", lst->flagged);
+	if (lst->why[0])
+		proto_put(out, "bpf_old_listeners_reason", "%s", lst->why);
 	if (bpfopt_counters(d->bpf, &bc) == 0)
 		for (unsigned i = 0; i < RACKS_BPF_CNT_MAX; i++)
 			put_reason(out, "bpf_", bpfopt_counter_name(i), bc.v[i]);

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "log.h"
+#include "racks_listeners.skel.h"
 #include "racks_sockops.skel.h"
 
 #ifndef SO_NETNS_COOKIE
@@ -51,6 +52,7 @@ struct bpfopt {
 	struct ring_buffer *rb;
 	char cgroup[256];
 	uint64_t netns_cookie;
+	struct bpfopt_listeners listeners;
 	/* the drain in progress */
 	bpfopt_record_fn fn;
 	void *arg;
@@ -284,6 +286,68 @@ static int sample(void *ctx, void *data, size_t size)
 	return ++b->handed >= b->max ? DRAIN_STOP : 0;
 }
 
+/*
+ * Listeners made before the program was attached never ran its
+ * TCP_LISTEN_CB: one pass of the iterator of bpf/racks_listeners.bpf.c
+ * over the namespace's TCP sockets gives them its flag. Optional: where
+ * it cannot load (no kernel BTF, a kernel before 6.10), those listeners
+ * answer plain, and WHY in b->listeners says so.
+ */
+static void listeners_flag(struct bpfopt *b)
+{
+	struct bpfopt_listeners *l = &b->listeners;
+	struct racks_listeners *skel;
+	struct bpf_link *link = NULL;
+	char buf[64];
+	int fd = -1, err;
+	ssize_t n;
+
+	memset(l, 0, sizeof(*l));
+	libbpf_last[0] = '\0';
+	skel = racks_listeners__open_and_load();
+	if (!skel) {
+		err = -errno;
+		snprintf(l->why, sizeof(l->why), "the listener iterator did not "
+			 "load (needs the kernel's BTF and Linux 6.10): %s%s%.80s",
+			 strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
+		goto out;
+	}
+	link = bpf_program__attach_iter(skel->progs.racks_listeners, NULL);
+	if (!link) {
+		err = -errno;
+		snprintf(l->why, sizeof(l->why), "the listener iterator: %s",
+			 strerror(-err));
+		goto out;
+	}
+	/* Its netns is the reader's: ours. */
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		snprintf(l->why, sizeof(l->why), "the listener iterator: %s",
+			 strerror(errno));
+		goto out;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		;
+	if (n < 0) {
+		snprintf(l->why, sizeof(l->why), "reading the listener "
+			 "iterator: %s", strerror(errno));
+		goto out;
+	}
+	l->ran = true;
+	l->flagged = skel->bss->listeners_flagged;
+	l->had = skel->bss->listeners_had;
+	l->failed = skel->bss->listeners_failed;
+	if (l->failed)
+		snprintf(l->why, sizeof(l->why), "%u listener(s) refused the "
+			 "flag: %s", l->failed,
+			 strerror(-skel->bss->last_error));
+out:
+	if (fd >= 0)
+		close(fd);
+	bpf_link__destroy(link);
+	racks_listeners__destroy(skel);
+}
+
 int bpfopt_open(const struct bpfopt_params *p, struct bpfopt **out,
 		char *why, size_t whylen)
 {
@@ -333,10 +397,18 @@ int bpfopt_open(const struct bpfopt_params *p, struct bpfopt **out,
 	}
 	close(cgfd);
 	cgfd = -1;
+	listeners_flag(b);
 	*out = b;
 	log_info("bpf: racks' option handled in the kernel for namespace "
 		 "cookie %llu, cgroup %s", (unsigned long long)b->netns_cookie,
 		 b->cgroup);
+	if (b->listeners.ran)
+		log_info("bpf: %u listener(s) older than the program now answer "
+			 "racks", b->listeners.flagged);
+	if (b->listeners.why[0])
+		log_warnx("bpf: %s; listeners older than the program answer "
+			  "plain (their connections are adopted)",
+			  b->listeners.why);
 	return 0;
 err:
 	if (cgfd >= 0)
@@ -474,6 +546,11 @@ const char *bpfopt_counter_name(unsigned i)
 	};
 
 	return i < RACKS_BPF_CNT_MAX && names[i] ? names[i] : "unknown";
+}
+
+const struct bpfopt_listeners *bpfopt_listeners(const struct bpfopt *b)
+{
+	return &b->listeners;
 }
 
 const char *bpfopt_cgroup(const struct bpfopt *b)

@@ -11,6 +11,8 @@
  * The attachment is a BPF link (multi-attach: several rackds, one per
  * namespace, on one cgroup): it goes when bpfopt_free() closes it, or
  * when the process dies, and the kernel's sockets go back to plain TCP.
+ * Right after it, listeners that were already listening get the
+ * program's flag too (struct bpfopt_listeners).
  *
  * Where the program cannot be used, bpfopt_probe() and bpfopt_open() say
  * why in one line for the log and `rackctl status` (no cgroup v2, no
@@ -58,6 +60,17 @@ struct bpfopt_record {
 	uint8_t nonce_peer[EDP_NONCE_LEN];
 };
 
+/* The listeners of the namespace that were listening before the program
+ * was attached (bpfopt_open() gives them its flag: an iterator over the
+ * namespace's TCP sockets, bpf/racks_listeners.bpf.c). */
+struct bpfopt_listeners {
+	bool ran;		/* the iterator went over every socket */
+	unsigned flagged;	/* listeners that got the flag */
+	unsigned had;		/* listeners that had it (made since) */
+	unsigned failed;	/* listeners that refused it */
+	char why[160];		/* why not, or what failed ("": nothing) */
+};
+
 typedef void (*bpfopt_record_fn)(void *arg, const struct bpfopt_record *r);
 
 struct bpfopt_counters {
@@ -97,6 +110,8 @@ void bpfopt_flags_set(struct bpfopt *b, uint8_t flags);
 int bpfopt_counters(const struct bpfopt *b, struct bpfopt_counters *out);
 /* A counter's name ("written_syn", ...), for status and logs. */
 const char *bpfopt_counter_name(unsigned i);
+/* What bpfopt_open() did to the older listeners. */
+const struct bpfopt_listeners *bpfopt_listeners(const struct bpfopt *b);
 /* The cgroup directory and namespace cookie it is attached for. */
 const char *bpfopt_cgroup(const struct bpfopt *b);
 uint64_t bpfopt_netns_cookie(const struct bpfopt *b);

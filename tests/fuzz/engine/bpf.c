@@ -66,6 +66,14 @@ const char *bpfopt_counter_name(unsigned i)
 	return "unknown";
 }
 
+const struct bpfopt_listeners *bpfopt_listeners(const struct bpfopt *b)
+{
+	static const struct bpfopt_listeners none;
+
+	(void)b;
+	return &none;
+}
+
 const char *bpfopt_cgroup(const struct bpfopt *b)
 {
 	(void)b;
