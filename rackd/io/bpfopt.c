@@ -305,6 +305,12 @@ static void listeners_flag(struct bpfopt *b)
 	memset(l, 0, sizeof(*l));
 	libbpf_last[0] = '\0';
 	skel = racks_listeners__open_and_load();
+	if (!skel && errno == EPERM) {
+		snprintf(l->why, sizeof(l->why), "no privilege to load the "
+			 "listener iterator (a tracing program: needs CAP_BPF "
+			 "and CAP_PERFMON)");
+		goto out;
+	}
 	if (!skel) {
 		err = -errno;
 		snprintf(l->why, sizeof(l->why), "the listener iterator did not "
