@@ -79,6 +79,13 @@ void optpath_drain(struct rackd *d)
 		drain(d);
 }
 
+/* Every record the ring holds (d->records_pull). */
+static void pull(struct rackd *d)
+{
+	while (drain(d) == OPTPATH_BATCH)
+		;
+}
+
 /* Records wait: read them, then read in rounds while more come. */
 static void on_ring(void *arg, uint32_t events)
 {
@@ -146,6 +153,7 @@ void optpath_start(struct rackd *d)
 			 (int)sizeof(why) - 40, why);
 	}
 	d->cfg->bpf_handshakes = d->bpf != NULL;
+	d->records_pull = d->bpf ? pull : NULL;
 	log_info("racks' handshake option: %s path (%s)", optpath_name(d),
 		 d->option_path_reason);
 	host_pairs_set_notify(&d->host_pairs, pair_changed, d);
@@ -179,4 +187,5 @@ void optpath_stop(struct rackd *d)
 	loop_del(d->loop, bpfopt_fd(d->bpf));
 	bpfopt_free(d->bpf);
 	d->bpf = NULL;
+	d->records_pull = NULL;
 }

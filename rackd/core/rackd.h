@@ -73,6 +73,7 @@ struct rackd_stats {
 	 * and timer rounds that drained some. */
 	uint64_t bpf_records, bpf_racks, bpf_plain, bpf_ignored;
 	uint64_t bpf_duplicate, bpf_drains, bpf_map_errors;
+	uint64_t bpf_pulled;	/* messages whose record a pull brought */
 };
 
 /* Peer detection and set-up (EDP). */
@@ -130,6 +131,11 @@ struct rackd {
 	char option_path_reason[256];
 	struct timer bpf_timer;		/* drains the ring in rounds */
 	bool bpf_polled;		/* its fd in the loop (not in a round) */
+	/* The BPF path: hands every record the ring holds to the engine
+	 * now (installed by optpath.c; NULL on the queue path). A message
+	 * for a connection not known yet calls it first: its record may be
+	 * waiting in the ring, pushed before the message was queued. */
+	void (*records_pull)(struct rackd *d);
 	bool table_installed;
 	struct conn_table conns;
 	struct events events;		/* who hears what happens to them */

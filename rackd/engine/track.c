@@ -711,6 +711,16 @@ static void pass_on(struct rackd *d, struct queue *q,
 		queue_verdict_repeat(q, qp->id, d->cfg->mark);
 }
 
+/* The connection an incoming message M is for, if known. */
+static struct conn *message_conn(struct rackd *d, const struct packet *p,
+				 const struct edp_msg *m)
+{
+	/* Possibly from endpoints we do not know yet: by its id. */
+	if (edp_type_numbered(m->type))
+		return conn_find_edp(&d->conns, m->conn_id);
+	return lookup(d, p, false);
+}
+
 /* A segment carrying racks' option that is not a SYN: a set-up message. */
 static void track_message(struct rackd *d, struct queue *q,
 			  const struct queue_packet *qp,
@@ -728,13 +738,18 @@ static void track_message(struct rackd *d, struct queue *q,
 		pass_on(d, q, qp, outbound);
 		return;
 	}
-	if (outbound)
-		c = NULL;
-	else if (edp_type_numbered(m.type))
-		/* Possibly from endpoints we do not know yet: by its id. */
-		c = conn_find_edp(&d->conns, m.conn_id);
-	else
-		c = lookup(d, p, false);
+	c = outbound ? NULL : message_conn(d, p, &m);
+	/* The BPF path: the kernel pushed the connection's record when it
+	 * took the third ACK, before the peer's first message could come,
+	 * but rackd may not have read it yet (a burst of connections, or a
+	 * record pushed between the last drain and this read): read them
+	 * all now, rather than let the peer resend after SETUP_RETRY_MS. */
+	if (!c && !outbound && d->records_pull) {
+		d->records_pull(d);
+		c = message_conn(d, p, &m);
+		if (c)
+			d->stats.bpf_pulled++;
+	}
 	if (channel_input(d, c, p, &m) == NF_ACCEPT)
 		pass_on(d, q, qp, outbound);
 	else
