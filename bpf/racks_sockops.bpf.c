@@ -62,6 +62,11 @@ const volatile __u64 netns_cookie = 0;
 /* The flags byte of our offers; rackd may change it at any time (the
  * skeleton maps .data). */
 __u8 offer_flags = RACKS_BPF_HOSTKEYS;
+/* Nonzero while rackd reads the ring in rounds (a timer 1 ms apart,
+ * rackd/optpath.c): a record then wakes nobody (BPF_RB_NO_WAKEUP), the
+ * next round takes it. Waking rackd for each record of a burst costs
+ * the connections' own CPU time on a small machine (bpf/README.md). */
+__u32 reader_busy = 0;
 
 /* Peer address -> the host pair a SYN to it names (absent: 0). */
 struct {
@@ -474,7 +479,13 @@ static __always_inline void push(struct bpf_sock_ops *skops,
 		__builtin_memcpy(ev->nonce_peer, p->nonce_peer,
 				 RACKS_BPF_NONCE_LEN);
 	}
-	bpf_ringbuf_submit(ev, 0);
+	if (reader_busy) {
+		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+		count(RACKS_BPF_CNT_QUIET);
+	} else {
+		/* Adaptive: wakes the reader if it had read everything. */
+		bpf_ringbuf_submit(ev, 0);
+	}
 	count(p ? RACKS_BPF_CNT_EVENTS_RACKS : RACKS_BPF_CNT_EVENTS_PLAIN);
 }
 

@@ -93,6 +93,7 @@ enum racks_bpf_counter {
 	RACKS_BPF_CNT_LOCAL,		/* loopback connections left alone */
 	RACKS_BPF_CNT_NO_ROOM,		/* SYN or SYN-ACK without option room */
 	RACKS_BPF_CNT_NO_STATE,		/* sk storage / pending map refused */
+	RACKS_BPF_CNT_QUIET,		/* records pushed without a wake-up */
 	RACKS_BPF_CNT_MAX
 };
 

@@ -86,7 +86,27 @@ static void pull(struct rackd *d)
 		;
 }
 
-/* Records wait: read them, then read in rounds while more come. */
+/*
+ * Records wait: read them, then read in rounds while more come. While
+ * the rounds go on, the program pushes records without waking the loop
+ * (bpfopt_reader_busy). Three states:
+ *   polled: the ring's fd in the loop, records wake it;
+ *   rounds: a timer every OPTPATH_ROUND_MS, records wake nobody, until
+ *           OPTPATH_QUIET_ROUNDS rounds in a row found none;
+ *   grace:  one more round after those, records may wake again but the
+ *           fd is not polled yet: it takes any record pushed by a
+ *           program that read "busy" just before it was cleared.
+ * No timer runs once the ring has been quiet that long (polled).
+ */
+static void rounds(struct rackd *d)
+{
+	if (!d->bpf_busy) {
+		bpfopt_reader_busy(d->bpf, true);
+		d->bpf_busy = true;
+	}
+	loop_timer_arm(d->loop, &d->bpf_timer, OPTPATH_ROUND_MS);
+}
+
 static void on_ring(void *arg, uint32_t events)
 {
 	struct rackd *d = arg;
@@ -95,7 +115,8 @@ static void on_ring(void *arg, uint32_t events)
 	drain(d);
 	if (loop_mod(d->loop, bpfopt_fd(d->bpf), 0) == 0) {
 		d->bpf_polled = false;
-		loop_timer_arm(d->loop, &d->bpf_timer, OPTPATH_ROUND_MS);
+		d->bpf_quiet = 0;
+		rounds(d);
 	}
 }
 
@@ -104,10 +125,23 @@ static void on_round(struct timer *t, void *arg)
 	struct rackd *d = arg;
 
 	if (drain(d) > 0) {
+		d->bpf_quiet = 0;
+		rounds(d);
+		return;
+	}
+	if (d->bpf_busy && ++d->bpf_quiet < OPTPATH_QUIET_ROUNDS) {
+		rounds(d);
+		return;
+	}
+	d->bpf_quiet = 0;
+	if (d->bpf_busy) {
+		/* Quiet: records wake the loop again after one more round. */
+		bpfopt_reader_busy(d->bpf, false);
+		d->bpf_busy = false;
 		loop_timer_arm(d->loop, t, OPTPATH_ROUND_MS);
 		return;
 	}
-	/* Quiet: the next record wakes the loop again (level-triggered,
+	/* Quiet twice: the next record wakes the loop (level-triggered,
 	 * so one that came since the drain does at once). */
 	if (loop_mod(d->loop, bpfopt_fd(d->bpf), EPOLLIN) == 0)
 		d->bpf_polled = true;

@@ -23,6 +23,11 @@
  * records keep coming, rather than at every record (a wake-up per
  * connection costs connect() latency on a busy host: bpf/README.md). */
 #define OPTPATH_ROUND_MS 1
+/* Rounds go on this many times in a row without a record before records
+ * wake the loop again: while connections keep coming, none wakes rackd
+ * (each wake-up lands beside the connect() that made the record:
+ * bpf/README.md), and an idle rackd runs no timer. */
+#define OPTPATH_QUIET_ROUNDS 20
 
 /* Choose the path for d->cfg (after host_pairs_init, before the host
  * pairs are loaded and the ruleset installed): sets d->bpf,

@@ -291,7 +291,11 @@ def test_a_thousand_connections(topo):
     way as on the queue path: the client's CONFIRM finds the server's
     connection although its record may still wait in the server's ring
     (rackd reads the ring before it calls a message's connection
-    unknown: bpf_records_pulled), so no CONFIRM is sent again."""
+    unknown: bpf_records_pulled), so no CONFIRM is sent again. While
+    the burst lasts the program pushes its records without waking rackd,
+    which reads them on its round timer (bpf_quiet_records); once quiet,
+    a record wakes it again: a last connection after the burst is set up
+    at once."""
     ra, rb = topo.start_rackd("a", path="bpf"), topo.start_rackd("b", path="bpf")
     server, client = transfer(topo)
     check(server, client)
@@ -317,13 +321,27 @@ def test_a_thousand_connections(topo):
         assert st["bpf_ringbuf_full"] == 0, st
         d = {k: st[k] - before[r][k] for k in
              ("edp_setup_msgs_out", "edp_unknown_conn", "edp_duplicate",
-              "bpf_records_pulled")}
+              "bpf_records_pulled", "bpf_quiet_records", "bpf_events_racks")}
         # No message for a connection whose record was not read yet.
         assert d["edp_unknown_conn"] == 0, (name, d)
         # One each way (A's CONFIRM, B's DONE); a resend only if rackd
         # sat on an answer for SETUP_RETRY_MS (a loaded machine).
         assert 1000 <= d["edp_setup_msgs_out"] <= 1020, (name, d)
+        # Most records of the burst woke nobody.
+        assert d["bpf_quiet_records"] >= d["bpf_events_racks"] // 2, (name, d)
         msgs[name] = d
+    # Quiet again (the rounds stop after OPTPATH_QUIET_ROUNDS ms): the
+    # next record wakes rackd, and the connection is set up at once.
+    testbed.wait_until(lambda: all(r.status()["bpf_reader"] == "polled"
+                                   for r in (ra, rb)), 5, "rounds over")
+    quiet = {r: r.status()["bpf_quiet_records"] for r in (ra, rb)}
+    server, client = transfer(topo, port=PORT + 2)
+    sa, sb = settled(ra, PORT + 2, timeout=2), settled(rb, PORT + 2, timeout=2)
+    check(server, client)
+    assert sa["state"] == sb["state"] == "connected", (sa, sb)
+    assert sa["key_source"] == "derived", sa
+    for r in (ra, rb):
+        assert r.status()["bpf_quiet_records"] == quiet[r], r.status()
     print(f"\n1,000 on the BPF path: {states}; A drained in "
           f"{ra.status()['bpf_drains']} rounds; {msgs}")
 

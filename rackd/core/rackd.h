@@ -131,6 +131,8 @@ struct rackd {
 	char option_path_reason[256];
 	struct timer bpf_timer;		/* drains the ring in rounds */
 	bool bpf_polled;		/* its fd in the loop (not in a round) */
+	bool bpf_busy;			/* rounds: records wake nobody */
+	unsigned bpf_quiet;		/* rounds in a row that read none */
 	/* The BPF path: hands every record the ring holds to the engine
 	 * now (installed by optpath.c; NULL on the queue path). A message
 	 * for a connection not known yet calls it first: its record may be

@@ -239,6 +239,8 @@ static void put_option_path(FILE *out, const struct rackd *d)
 	put_u64(out, "bpf_records_ignored", s->bpf_ignored);
 	put_u64(out, "bpf_records_duplicate", s->bpf_duplicate);
 	put_u64(out, "bpf_drains", s->bpf_drains);
+	proto_put(out, "bpf_reader", "%s", d->bpf_polled ? "polled" :
+		  d->bpf_busy ? "rounds" : "grace");
 	put_u64(out, "bpf_records_pulled", s->bpf_pulled);
 	put_u64(out, "bpf_map_errors", s->bpf_map_errors);
 }

@@ -507,6 +507,13 @@ int bpfopt_known_set(struct bpfopt *b, uint32_t hp_id, bool known)
 	return err == -ENOENT && !known ? 0 : err;
 }
 
+void bpfopt_reader_busy(struct bpfopt *b, bool busy)
+{
+	/* .bss is mapped too: the next record reads it. */
+	__atomic_store_n(&b->skel->bss->reader_busy, busy ? 1u : 0u,
+			 __ATOMIC_SEQ_CST);
+}
+
 void bpfopt_flags_set(struct bpfopt *b, uint8_t flags)
 {
 	/* .data is a memory-mapped array: the next SYN reads it. */
@@ -549,6 +556,7 @@ const char *bpfopt_counter_name(unsigned i)
 		[RACKS_BPF_CNT_LOCAL] = "local_skipped",
 		[RACKS_BPF_CNT_NO_ROOM] = "no_room",
 		[RACKS_BPF_CNT_NO_STATE] = "no_state",
+		[RACKS_BPF_CNT_QUIET] = "quiet_records",
 	};
 
 	return i < RACKS_BPF_CNT_MAX && names[i] ? names[i] : "unknown";

@@ -103,6 +103,12 @@ int bpfopt_offer_set(struct bpfopt *b, const struct addr *peer,
 /* Whether this host has host pair HP_ID (a SYN-ACK echoes those it has).
  * 0 or -errno. */
 int bpfopt_known_set(struct bpfopt *b, uint32_t hp_id, bool known);
+/* Whether the caller reads the ring on a timer now (BUSY): records then
+ * wake nobody (BPF_RB_NO_WAKEUP); else a record wakes bpfopt_fd() when
+ * the ring was read empty. A record whose program read BUSY just before
+ * it was cleared may still come without a wake-up: read the ring once
+ * more a little after clearing it before relying on bpfopt_fd(). */
+void bpfopt_reader_busy(struct bpfopt *b, bool busy);
 /* The flags byte of our offers (EDP_OFFER_HOSTKEYS). */
 void bpfopt_flags_set(struct bpfopt *b, uint8_t flags);
 

@@ -66,6 +66,11 @@ const char *bpfopt_counter_name(unsigned i)
 	return "unknown";
 }
 
+void bpfopt_reader_busy(struct bpfopt *b, bool busy)
+{
+	(void)b, (void)busy;
+}
+
 const struct bpfopt_listeners *bpfopt_listeners(const struct bpfopt *b)
 {
 	static const struct bpfopt_listeners none;
