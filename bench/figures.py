@@ -309,9 +309,10 @@ def connect(bench):
                                        str(mode_count), kind])
 
     def bpf_client(mode_count, kind):
-        """On the BPF path the server must listen after B's program is
-        attached (a listener made before answers plain: bpf/README.md):
-        a server of its own, started after rackd."""
+        """On the BPF path a server of its own, started after B's program
+        is attached: a listener made before gets the program's flag only
+        where rackd's listener iterator loads (Linux 6.10 with BTF:
+        bpf/README.md), and the rows must not depend on it."""
         server = bench.serve([str(BUILD / "connbench"), "server",
                               str(CONN_PORT + 1)])
         try:
