@@ -59,9 +59,9 @@
  * offset: a receiver finds the message there even when a middlebox turned
  * the marker into NOPs (nft "reset tcp option 254").
  *
- *   SYN:     seq = snd_una - 1 - 36 | MSS | NOP WS | SACKPERM TS |
+ *   SYN:     seq = snd_nxt - 1 - 36 | MSS | NOP WS | SACKPERM TS |
  *            254 5 0x7261 0x18 NOP NOP NOP | RECONNECT option (36)
- *   SYN-ACK: seq = its snd_una - 1 - 52, ack = the SYN's end | same
+ *   SYN-ACK: seq = its snd_nxt - 1 - 52, ack = the SYN's end | same
  *            options, marker 0x19 | RECONNECT_ACK option (36),
  *            challenge (16 random bytes)
  *   ACK:     seq = the SYN's end, ack = the SYN-ACK's end |
@@ -72,7 +72,9 @@
  * receiver of the SYN follow its sender there (rcsyn.h, reconnect.h):
  * the key's holder cannot move a connection onto someone else's address
  * and port. The receiver then answers with a zero-length RECONNECT_ACK
- * of the confirmation's counter, and only that resumes the sender.
+ * of the confirmation's counter (seq = the SYN-ACK's end, ack = the
+ * SYN's end: a window tracker takes it, and scales its window), and
+ * only that resumes the sender.
  *
  * ExID 0x7261 ("ra") is not TCP Fast Open's 0xF989, which Linux would
  * read as a TFO cookie. Every option is padded with NOPs to a multiple

@@ -43,7 +43,8 @@ import pytest
 
 import racks
 import testbed
-from test_programs import SSH_PORT, start_sshd, stop_sshd
+from test_programs import (IPERF_PORT, SSH_PORT, iperf_result, start_sshd,
+                           stop_sshd, wait_listening)
 from testbed import start_xfer_client, start_xfer_server
 
 MB = 1024 * 1024
@@ -322,6 +323,99 @@ def test_strict_firewall_follows_a_move(topo, tmp_path, family, mover):
     assert after["syn_new"] >= before["syn_new"] + 2, (before, after)
     assert after["invalid"] - after["invalid_at_old_address"] == \
         before["invalid"], (before, after)
+
+
+def unacked_bytes(ns, port):
+    """The most bytes in flight (unacknowledged) of ns's sockets to or
+    from port, from ss: unacked segments times the socket's MSS."""
+    out = ns.run(["ss", "-Htin", "(", "sport", "=", f":{port}", "or",
+                  "dport", "=", f":{port}", ")"]).stdout
+    most = 0
+    for line in out.split("\n"):
+        fields = dict(f.split(":", 1) for f in line.split() if ":" in f
+                      and f.split(":", 1)[0] in ("unacked", "mss"))
+        if "unacked" in fields and "mss" in fields:
+            most = max(most, int(fields["unacked"]) * int(fields["mss"]))
+    return most
+
+
+def test_a_move_that_lost_a_full_window_passes_window_tracking(topo, tmp_path):
+    """B uploads to A at full speed (iperf3) when its link is cut: a whole
+    congestion window, far more than 64 KiB, is lost in the cut. B moves;
+    its reconnection SYN opens the moved flow at R at B's snd_nxt, and R
+    knows A's window only from A's SYN-ACK (a SYN's, unscaled). A's
+    acknowledgements, of B's snd_una, lie more than that below what R saw
+    sent, and R drops them ("ACK is under the lower bound"), unless A's
+    answer to the reconnection (RECONNECT_ACK, with the handshake's own
+    numbers and a window R scales) widened R's view first. Without it the
+    upload never moves again; with it, it goes on at full speed."""
+    install_middlebox(topo, strict=True)
+    ra = topo.start_rackd("a", config=FAST)
+    rb = topo.start_rackd("b", config=FAST)
+    port = int(IPERF_PORT)
+    procs = []
+    try:
+        with open(tmp_path / "iperf3-server.log", "w") as log:
+            server = topo.a.popen(["iperf3", "-s", "-1", "-p", str(port)],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        procs.append(server)
+        wait_listening(topo.a, port, server, "iperf3 -s")
+        t_start = time.monotonic()
+        client = topo.b.popen(["iperf3", "-c", topo.addr["a"]["v4"], "-p",
+                               str(port), "-t", "20", "-i", "1", "-w", "4M",
+                               "--json"])
+        procs.append(client)
+        testbed.wait_until(lambda: len([
+            c for c in racks.conns_between(rb, remote_port=port)
+            if c["state"] == "connected"]) == 2, 10, "both managed")
+        subnet = topo.reserve_subnet("b", "v4")
+        # The scenario: more than a SYN's window lost in the cut (R's
+        # bound is the larger of that and 66,000 bytes). Cut while a full
+        # window is in flight; iperf3 pauses now and then (2 cores), and
+        # a cut that caught it idle lost nothing: the link comes back
+        # and the next one is tried.
+        for attempt in range(3):
+            testbed.wait_until(
+                lambda: unacked_bytes(topo.b, port) > 4 * 66000, 10,
+                "a full window in flight")
+            topo.cut("b")
+            testbed.wait_until(lambda: all(
+                c["state"] == "suspended"
+                for c in racks.conns_between(rb, remote_port=port)), 5,
+                "suspended")
+            lost = unacked_bytes(topo.b, port)
+            if lost > 2 * 66000:
+                break
+            topo.restore("b")
+            testbed.wait_until(lambda: all(
+                c["state"] == "connected"
+                for c in racks.conns_between(rb, remote_port=port)), 10,
+                "connected again")
+        assert lost > 2 * 66000, (attempt, lost)
+        topo.move_to_new_subnet("b", "v4", new=subnet)
+        time.sleep(2)
+        topo.restore("b")
+        t_back = time.monotonic() - t_start
+        report = iperf_result(client, 60)
+        server.wait(15)
+        assert server.returncode == 0, \
+            (tmp_path / "iperf3-server.log").read_text()
+    finally:
+        testbed.terminate(procs)
+    # Seconds of the upload that began 3 s after the restore or later:
+    # data flowed again, not a stalled socket's nothing.
+    late = [i["sum"]["bytes"] for i in report["intervals"]
+            if i["sum"]["start"] >= t_back + 3]
+    assert late and min(late) > 1 << 20, (t_back, late)
+    sent = report["end"]["sum_sent"]["bytes"]
+    received = report["end"]["sum_received"]["bytes"]
+    assert abs(sent - received) <= sent * 0.01, (sent, received)
+    assert rb.status()["reconnects_sent"] >= 1
+    # R dropped nothing of the moved flow (before the fix: every segment
+    # of A's, 60 to 110 of them, and B's reconnections forever after).
+    assert counter(topo, "invalid") == 0
+    print(f"\nlost in the cut: {lost} B in flight; after the move: "
+          f"{[round(b / 1e6) for b in late]} MB/s")
 
 
 @pytest.mark.parametrize("family", ["v4", "v6"])

@@ -311,6 +311,21 @@ int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 	return channel_send(d, c, &m);
 }
 
+int channel_send_numbered_at(struct rackd *d, struct conn *c, uint8_t type,
+			     uint32_t counter, uint32_t seq, uint32_t ack)
+{
+	uint8_t opt[EDP_OPT_MAX_LEN + 3];
+	struct edp_msg m;
+	struct inject_segment seg = {
+		.src = &c->local, .dst = &c->remote, .seq = seq, .ack = ack,
+		.flags = TCP_FLAG_ACK, .window = CHANNEL_WINDOW, .options = opt,
+	};
+
+	channel_numbered_msg(c, type, counter, &m);
+	seg.optlen = edp_option_build(&m, opt, sizeof(opt));
+	return channel_inject(d, &seg);
+}
+
 bool channel_numbered_valid(struct rackd *d, struct conn *c,
 			    const struct edp_msg *m)
 {

@@ -86,6 +86,9 @@ void channel_numbered_msg(struct conn *c, uint8_t type, uint32_t counter,
  * COUNTER, its MAC under C's key; returns 0 or -errno. */
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter);
+/* The same, numbered SEQ and ACK instead of where C's socket is. */
+int channel_send_numbered_at(struct rackd *d, struct conn *c, uint8_t type,
+			     uint32_t counter, uint32_t seq, uint32_t ack);
 /* Whether M's MAC proves that C's peer sent it (counted when not); never
  * for a RECONNECT_CONFIRM, whose MAC covers its challenge. */
 bool channel_numbered_valid(struct rackd *d, struct conn *c,

@@ -267,9 +267,21 @@ static void reconnect_flush(struct timer *t, void *arg)
 	for (unsigned i = 0; i < n; i++) {
 		struct reconnect_pending *a = &r->accepted[i];
 
-		/* The confirmation's answer, which resumes the peer. */
-		if (channel_send_numbered(d, a->c, EDP_RECONNECT_ACK,
-					  a->counter) == 0)
+		/*
+		 * The confirmation's answer, which resumes the peer, with
+		 * the handshake's numbers (our SYN-ACK's end, the SYN's
+		 * end) and a window that a tracker scales: a middlebox that
+		 * met the flow at the peer's SYN knows our window only from
+		 * our SYN-ACK (a SYN's, unscaled: 64 KiB), and drops our
+		 * acknowledgements of the peer's snd_una as too old when
+		 * more than that was in flight, lost in the cut (conntrack:
+		 * "ACK is under the lower bound"). Ours would all go, and
+		 * the peer's retransmissions with them, for good. This one
+		 * it takes (its numbers are exactly the ends it saw) and
+		 * widens our window to what the socket can advertise.
+		 */
+		if (channel_send_numbered_at(d, a->c, EDP_RECONNECT_ACK,
+					     a->counter, a->seq, a->ack) == 0)
 			d->reconnect->stats.sent++;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -278,7 +290,8 @@ out:
 	free(batch);
 }
 
-static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
+static void accept_later(struct rackd *d, struct conn *c, uint32_t counter,
+			 const struct packet *confirm)
 {
 	struct reconnect_state *r = d->reconnect;
 	struct reconnect_pending *a;
@@ -287,8 +300,11 @@ static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
 	 * latest counter is the one to answer. */
 	if (c->edp->rc_queued) {
 		for (unsigned i = 0; i < r->naccepted; i++)
-			if (r->accepted[i].c == c)
+			if (r->accepted[i].c == c) {
 				r->accepted[i].counter = counter;
+				r->accepted[i].seq = confirm->ack;
+				r->accepted[i].ack = confirm->seq;
+			}
 		return;
 	}
 	c->edp->rc_queued = true;
@@ -299,7 +315,9 @@ static void accept_later(struct rackd *d, struct conn *c, uint32_t counter)
 					    sizeof(*r->accepted));
 	}
 	a = &r->accepted[r->naccepted++];
-	*a = (struct reconnect_pending){ .c = c, .counter = counter };
+	*a = (struct reconnect_pending){ .c = c, .counter = counter,
+					 .seq = confirm->ack,
+					 .ack = confirm->seq };
 	if (!timer_pending(&r->flush))
 		loop_timer_arm(d->loop, &r->flush, 0);
 }
@@ -411,7 +429,7 @@ static uint32_t confirm(struct rackd *d, struct conn *c, const struct packet *p,
 		live_move(d, c, false);
 		event_moved(d, c);
 	}
-	accept_later(d, c, m->counter);
+	accept_later(d, c, m->counter, p);
 	return NF_DROP;
 }
 

@@ -81,6 +81,9 @@ struct reconnect_stats {
 struct reconnect_pending {
 	struct conn *c;
 	uint32_t counter;		/* the counter the answer carries */
+	/* The handshake's own numbers, from its third segment: the answer
+	 * goes with them (reconnect.c, reconnect_flush). */
+	uint32_t seq, ack;
 };
 
 struct reconnect_state {

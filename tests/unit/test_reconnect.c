@@ -63,6 +63,19 @@ int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 	return 0;
 }
 
+/* Numbered by the caller (a reconnection's answer): recorded with them. */
+static uint32_t sent_seq[FAKE_MAX], sent_ack[FAKE_MAX];
+
+int channel_send_numbered_at(struct rackd *d, struct conn *c, uint8_t type,
+			     uint32_t counter, uint32_t seq, uint32_t ack)
+{
+	if (nmsgs < FAKE_MAX) {
+		sent_seq[nmsgs] = seq;
+		sent_ack[nmsgs] = ack;
+	}
+	return channel_send_numbered(d, c, type, counter);
+}
+
 bool local_remote_usable(const struct addr *a)
 {
 	(void)a;
@@ -246,6 +259,9 @@ static struct packet segment(const char *src, const char *dst)
 	return p;
 }
 
+/* The numbers the next message delivered carries. */
+static uint32_t deliver_seq, deliver_ack;
+
 /* A zero-length message of TYPE arriving from SRC to DST. */
 static uint32_t deliver(struct conn *c, uint8_t type, uint32_t counter,
 			const char *src, const char *dst)
@@ -255,6 +271,8 @@ static uint32_t deliver(struct conn *c, uint8_t type, uint32_t counter,
 	struct packet p = segment(src, dst);
 
 	p.flags = TCP_FLAG_ACK;
+	p.seq = deliver_seq;
+	p.ack = deliver_ack;
 	return handlers[type](&d, c, &p, &m);
 }
 
@@ -330,8 +348,12 @@ TEST(test_confirmed_from_the_syns_source_is_followed)
 
 	deliver_syn(c, EDP_RECONNECT, 3, c->edp->conn_id, "10.0.7.2:61000",
 		    "10.0.0.1:22");
+	/* The third segment: the SYN's end, our SYN-ACK's end. */
+	deliver_seq = 5000;
+	deliver_ack = 7777;
 	CHECK_EQ_INT(deliver(c, EDP_RECONNECT_CONFIRM, 4, "10.0.7.2:61000",
 			     "10.0.0.1:22"), NF_DROP);
+	deliver_seq = deliver_ack = 0;
 	CHECK(!memcmp(checked_against, answered_challenge,
 		      EDP_CHALLENGE_LEN));
 	CHECK_EQ_INT(d.reconnect->stats.accepted, 1);
@@ -348,6 +370,10 @@ TEST(test_confirmed_from_the_syns_source_is_followed)
 	 * peer; ours resumes here. */
 	CHECK_EQ_INT(sent_of(EDP_RECONNECT_ACK), 2);
 	CHECK_EQ_INT(sent_counter[1], 4);
+	/* With the handshake's own numbers, which a window tracker that
+	 * met the flow at the SYN takes (reconnect_flush). */
+	CHECK_EQ_INT(sent_seq[1], 7777);
+	CHECK_EQ_INT(sent_ack[1], 5000);
 	CHECK_EQ_INT(heard, 1);
 	CHECK_EQ_INT(c->reconnections, 1);
 	/* Its copy again: a replay, the claim is spent. */
