@@ -65,6 +65,11 @@ static size_t msg_body_len(const struct edp_msg *m)
 	return body_len(m->type);
 }
 
+size_t edp_msg_option_size(const struct edp_msg *m)
+{
+	return (EDP_OPT_HDR_LEN + msg_body_len(m) + 3) & ~(size_t)3;
+}
+
 enum edp_error edp_option_parse(const uint8_t *opt, size_t len,
 				struct edp_msg *m)
 {

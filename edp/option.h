@@ -183,8 +183,11 @@ size_t edp_marker_build(uint8_t type, uint8_t *out, size_t room);
 /* The type a marker option of LEN bytes at OPT names, or 0 if it is not
  * one (kind, length 5, ExID, version). */
 uint8_t edp_marker_type(const uint8_t *opt, size_t len);
-/* Padded length of M's option. */
+/* Padded length of a TYPE option in its long form. */
 size_t edp_option_size(uint8_t type);
+/* Padded length of M's option as edp_option_build() writes it (a SYN or
+ * SYN-ACK without a nonce takes the short form). */
+size_t edp_msg_option_size(const struct edp_msg *m);
 const char *edp_type_name(uint8_t type);
 const char *edp_error_name(enum edp_error err);
 

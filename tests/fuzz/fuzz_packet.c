@@ -92,7 +92,8 @@ static void check_racks_option(const struct packet *pkt)
 	/* Building what was parsed gives the same bytes, then NOPs. */
 	size_t n = edp_option_build(&m, buf, sizeof(buf));
 
-	INVARIANT(n == edp_option_size(m.type) && n % 4 == 0);
+	INVARIANT(n == edp_msg_option_size(&m) && n % 4 == 0);
+	INVARIANT(n <= edp_option_size(m.type));
 	INVARIANT(n >= pkt->opt.racks_len && n < pkt->opt.racks_len + 4);
 	/* ADOPT's reserved bytes are sent as zero and ignored on receipt
 	 * (option.h): the rest comes back the same. */
