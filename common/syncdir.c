@@ -25,7 +25,7 @@ int sync_parent_dir(const char *path)
 	return ret;
 }
 
-int file_replace(const char *path, mode_t mode, file_writer_fn write,
+int file_replace(const char *path, mode_t mode, file_writer_fn fill,
 		 void *arg)
 {
 	char tmp[PATH_MAX];
@@ -45,7 +45,7 @@ int file_replace(const char *path, mode_t mode, file_writer_fn write,
 		unlink(tmp);
 		return ret;
 	}
-	ret = write(f, arg);
+	ret = fill(f, arg);
 	if (fflush(f) == EOF || fsync(fileno(f)) < 0)
 		ret = ret ? ret : -errno;
 	if (fclose(f) == EOF && !ret)

@@ -20,12 +20,12 @@ int sync_parent_dir(const char *path);
 typedef int (*file_writer_fn)(FILE *f, void *arg);
 
 /*
- * PATH replaced by what WRITE puts in a new file of MODE (forced, umask
+ * PATH replaced by what FILL puts in a new file of MODE (forced, umask
  * or not). A leftover PATH.tmp is removed first and the new one created
  * with O_EXCL | O_NOFOLLOW: a symlink planted there is never followed.
  * 0, or -errno with PATH untouched and PATH.tmp gone.
  */
-int file_replace(const char *path, mode_t mode, file_writer_fn write,
+int file_replace(const char *path, mode_t mode, file_writer_fn fill,
 		 void *arg);
 
 #endif

@@ -2,7 +2,6 @@
 #include "state.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <sodium.h>
 #include <stdlib.h>
