@@ -32,7 +32,11 @@ int caps_drop(void)
 		 * may be no CAP_SETPCAP to drop anything with, either. */
 		if (!in_set || (cap < 32 && (KEEP & (1u << cap))))
 			continue;
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+		/* Without CAP_SETPCAP (a unit whose bounding set has CAP_BPF
+		 * for the start but not CAP_SETPCAP) it stays in the bounding
+		 * set, harmless: the capset below empties the permitted set
+		 * of it and no_new_privs keeps any exec from regaining it. */
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EPERM)
 			return -errno;
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
