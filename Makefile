@@ -162,6 +162,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(call obj,san-obj,$(UNIT_LIB_SRC))
 # rackckpt's unit tests (tests/unit/ckpt/) link its modules under test
 # with common/ and the framework, built with the sanitizers too.
 CKPT_UNIT_LIB_SRC := checkpoint/job/plan.c checkpoint/base/util.c \
+	checkpoint/state/skqueue.c checkpoint/state/image.c \
 	common/syncdir.c common/addr.c tests/unit/unit.c
 CKPT_UNIT_TESTS := $(patsubst tests/unit/ckpt/%.c,$(BUILD)/tests/ckpt/%,\
 	$(wildcard tests/unit/ckpt/test_*.c))

@@ -16,6 +16,7 @@ Programs that CRIU dumps are started with ``nsenter --net`` (testbed's
 private mount namespace that CRIU does not dump.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -761,6 +762,84 @@ def test_stdin_reaches_the_moved_child(topo, tmpdir_path, relay_dir):
             os.kill(pid, signal.SIGKILL)
 
 
+# Reads nothing until GO exists, then all of its stdin: its length and
+# digest.
+LATE_READER = r"""
+import hashlib, os, sys, time
+print("ready", os.getpid(), flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+data = sys.stdin.buffer.read()
+print(len(data), hashlib.sha256(data).hexdigest(), flush=True)
+sys.exit(4)
+"""
+
+
+def queued_bytes(ns, pid):
+    """Bytes waiting in the receive queues of PID's unix sockets."""
+    out = subprocess.run([*ns.exec_prefix(nsenter=True), "ss", "-xpn"],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(int(line.split()[2]) for line in out.splitlines()[1:]
+               if f"pid={pid}," in line)
+
+
+def test_bytes_the_child_had_not_read_at_the_dump_reach_it(topo, tmpdir_path,
+                                                           relay_dir):
+    """What the wrapper had written into the child's stdin and the child
+    had not read yet when it was dumped (CRIU saves that queue but cannot
+    refill a socket handed in by the bridge) is written back on B before
+    anything newer: every byte arrives once, in order."""
+    need_criu()
+    rackd_a = topo.start_rackd("a")
+    rackd_b = topo.start_rackd("b")
+    go = tmpdir_path / "go"
+    wrapper = topo.a.popen([RACKCKPT, "run", "--", testbed.PYTHON, "-c",
+                            LATE_READER, str(go)],
+                           nsenter=True, stdin=subprocess.PIPE,
+                           start_new_session=True, text=False)
+    pid = int(testbed.read_line(wrapper, 10, "the child's first line")
+              .split()[1])
+    # More than the child's socket holds: the rest waits in the wrapper.
+    before, after = os.urandom(100_000), os.urandom(50_000)
+    wrapper.stdin.write(before)
+    wrapper.stdin.flush()
+    # The positive control: bytes wait in the child's socket, unread, and
+    # no more come (the socket is full).
+    seen = []
+
+    def full():
+        seen.append(queued_bytes(topo.a, pid))
+        return len(seen) > 2 and seen[-1] == seen[-2] == seen[-3] > 0
+    testbed.wait_until(full, 10, "the bytes queued at the child",
+                       interval=0.2)
+    queued = seen[-1]
+    target = tmpdir_path / "ckpt"
+    restore = None
+    try:
+        dump = rackckpt("-S", rackd_a.sock, "dump", pid, target, ns=topo.a)
+        assert dump.returncode == 0, dump.stderr
+        restore = topo.b.popen([RACKCKPT, "-S", rackd_b.sock, "restore",
+                                "--wait", target], nsenter=True,
+                               stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+        testbed.read_line(restore, 30, "restore's summary")
+        wrapper.stdin.write(after)
+        wrapper.stdin.close()
+        go.touch()
+        line = testbed.read_line(wrapper, 20, "the child's digest")
+        assert line.split() == [str(len(before) + len(after)),
+                                hashlib.sha256(before + after).hexdigest()]
+        assert wrapper.wait(10) == 4
+        assert restore.wait(10) == 4
+        assert f"descriptor 0: {queued} byte(s) it had not read at " \
+            "the dump written back first" in restore.stderr.read()
+    finally:
+        if restore and restore.poll() is None:
+            testbed.terminate([restore])
+        if alive(pid) and "python" in Path(f"/proc/{pid}/cmdline").read_text():
+            os.kill(pid, signal.SIGKILL)
+
+
 # A server on A's loopback: echoes each line of a connection, and after
 # the client's half-close says how many lines it had and how many
 # connections it accepted in all.
@@ -820,7 +899,7 @@ def test_loopback_connection_follows_the_moved_child(topo, tmpdir_path,
     uri = f"1234.0;tcp4://127.0.0.1:{port}"
     rounds = 150
     wrapper = topo.a.popen(
-        [RACKCKPT, "run", "--relay-loopback-env", "RACKS_TEST_URI", "--",
+        [RACKCKPT, "-v", "run", "--relay-loopback-env", "RACKS_TEST_URI", "--",
          testbed.PYTHON, "-c", LOOPBACK_CLIENT, rounds], nsenter=True,
         stdin=subprocess.DEVNULL, start_new_session=True,
         env={**os.environ, "RACKS_TEST_URI": uri})
@@ -878,6 +957,17 @@ def restored_kill(*pids, marks=("rackckpt", "RACKS_TEST_URI", "child.py")):
             os.kill(p, signal.SIGKILL)
 
 
+def stalled(topo, wrapper, where, lines):
+    """Fail saying where the relayed bytes stopped: A's sockets and their
+    queues, and what the wrapper (-v) said."""
+    ss = subprocess.run([*topo.a.exec_prefix(nsenter=True), "ss", "-tnpa"],
+                        capture_output=True, text=True).stdout
+    wrapper.kill()
+    raise AssertionError(f"stalled at {where} after {len(lines)} lines "
+                         f"(last {lines[-3:]}); A's sockets:\n{ss}\nthe "
+                         f"wrapper said:\n{wrapper.stderr.read()[-6000:]}")
+
+
 def test_relayed_child_moves_again_and_back(topo, tmpdir_path, relay_dir):
     """The loopback client under the agent moves A -> B, then B -> A: the
     keeper of the first restore on B relays it and writes its relay file,
@@ -893,7 +983,7 @@ def test_relayed_child_moves_again_and_back(topo, tmpdir_path, relay_dir):
     port = int(testbed.read_line(server, 10, "the loopback server").split()[1])
     rounds = 300
     wrapper = topo.a.popen(
-        [RACKCKPT, "run", "--relay-loopback-env", "RACKS_TEST_URI", "--",
+        [RACKCKPT, "-v", "run", "--relay-loopback-env", "RACKS_TEST_URI", "--",
          testbed.PYTHON, "-c", LOOPBACK_CLIENT, rounds], nsenter=True,
         stdin=subprocess.DEVNULL, start_new_session=True,
         env={**os.environ, "RACKS_TEST_URI": f"7.0;tcp4://127.0.0.1:{port}"})
@@ -921,13 +1011,21 @@ def test_relayed_child_moves_again_and_back(topo, tmpdir_path, relay_dir):
             testbed.wait_until(lambda: relay.exists() and
                                f"addr={topo.addr['a']['v4']}\n" in
                                relay.read_text(), 5, "the keeper's relay file")
-            lines += [testbed.read_line(wrapper, 10, "a tick") for _ in range(10)]
+            try:
+                lines += [testbed.read_line(wrapper, 10, "a tick")
+                          for _ in range(10)]
+            except testbed.TestbedError:
+                stalled(topo, wrapper, f"hop {i}", lines)
         while True:
             try:
                 lines.append(testbed.read_line(wrapper, 20, "a tick"))
             except testbed.TestbedError:
                 break
-        assert wrapper.wait(10) == 6, wrapper.stderr.read()
+        try:
+            code = wrapper.wait(10)
+        except subprocess.TimeoutExpired:
+            stalled(topo, wrapper, "the end", lines)
+        assert code == 6, wrapper.stderr.read()
         assert lines == [f"tick {i}" for i in range(rounds)] + \
             [f"total {rounds} conn 1"]
         # Every relayer cleaned up after itself.

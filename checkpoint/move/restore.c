@@ -113,6 +113,13 @@ static int check(struct restore *r)
 		if (!r->c[i].has_relay)
 			continue;
 		ret = bridge_connect(&r->c[i].bridge, err, sizeof(err));
+		if (!ret) {
+			char *images = image_path(r->c[i].dir, IMAGE_IMAGES);
+
+			ret = bridge_refill(&r->c[i].bridge, images, err,
+					    sizeof(err));
+			free(images);
+		}
 		if (ret)
 			util_err("%s", err);
 	}

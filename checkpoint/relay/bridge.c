@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "skqueue.h"
 #include "util.h"
 
 #define CONNECT_TIMEOUT_MS 5000
@@ -117,6 +119,60 @@ int bridge_connect(struct bridge *b, char *err, size_t errlen)
 		 * once told to the wrapper. */
 		pump_init(&c->up, c->local, c->tcp, false);
 		pump_init(&c->down, c->tcp, c->local, true);
+	}
+	return 0;
+}
+
+/* All of DATA into FD (non-blocking, nobody reads it yet): its send
+ * buffer made big enough first (root: SO_SNDBUFFORCE). */
+static int write_back(int fd, const char *data, size_t len)
+{
+	int size = len > (size_t)INT_MAX / 4 ? INT_MAX / 2 : (int)len * 2 + 65536;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	while (len) {
+		ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int bridge_refill(struct bridge *b, const char *images, char *err,
+		  size_t errlen)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct bridge_chan *c = &b->c[i];
+		char why[256], *data;
+		size_t len;
+		int ret;
+
+		ret = skqueue_read(images, c->ino, &data, &len, why,
+				   sizeof(why));
+		if (ret) {
+			snprintf(err, errlen, "descriptor %d: the bytes it had "
+				 "not read at the dump: %s", c->fd, why);
+			return ret;
+		}
+		if (!len)
+			continue;
+		ret = write_back(c->local, data, len);
+		free(data);
+		if (ret) {
+			snprintf(err, errlen, "descriptor %d: cannot write back "
+				 "the %zu byte(s) it had not read at the dump: %s",
+				 c->fd, len, strerror(-ret));
+			return ret;
+		}
+		c->refilled = len;
+		util_info("descriptor %d: %zu byte(s) it had not read at the "
+			  "dump written back first", c->fd, len);
 	}
 	return 0;
 }

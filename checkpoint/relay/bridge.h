@@ -28,6 +28,7 @@ struct bridge_chan {
 	int child_end;		/* the child's end, until CRIU has it */
 	char *inherit;		/* "fd[N]:socket:[INO]" */
 	bool eof_sent;		/* the child's end of writing is handled */
+	size_t refilled;	/* bytes written back from the dump's queue */
 	struct pump up;		/* child -> wrapper */
 	struct pump down;	/* wrapper -> child */
 };
@@ -45,6 +46,14 @@ int bridge_from_info(struct bridge *b, const struct image_kv *info,
 		     char *err, size_t errlen);
 /* Connect each channel to the wrapper and make its socketpair. */
 int bridge_connect(struct bridge *b, char *err, size_t errlen);
+/*
+ * Write back into each socketpair, before anything the wrapper sends, the
+ * bytes the child's socket had not read at the dump (skqueue.h: CRIU
+ * saves them but cannot refill a socket we hand in). IMAGES: the dump's
+ * CRIU images. Call after bridge_connect(), before CRIU restores.
+ */
+int bridge_refill(struct bridge *b, const char *images, char *err,
+		  size_t errlen);
 /* Close the child's ends (CRIU has its copies). */
 void bridge_close_child_ends(struct bridge *b);
 /* Write the relay file of ROOT, restored here, for its next dump: the

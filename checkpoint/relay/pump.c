@@ -21,6 +21,7 @@ void pump_init(struct pump *p, int src, int dst, bool shut_on_eof)
 	p->shut_on_eof = shut_on_eof;
 	p->shut_done = false;
 	p->dst_broken = false;
+	p->paused = false;
 	p->rd_idx = p->wr_idx = -1;
 	p->bytes = 0;
 }
@@ -32,7 +33,7 @@ void pump_poll_add(struct pump *p, struct pollfd *fds, size_t cap, size_t *n)
 		fds[*n] = (struct pollfd){ .fd = p->src, .events = POLLIN };
 		p->rd_idx = (int)(*n)++;
 	}
-	if (p->dst >= 0 && p->len > p->off && *n < cap) {
+	if (p->dst >= 0 && !p->paused && p->len > p->off && *n < cap) {
 		fds[*n] = (struct pollfd){ .fd = p->dst, .events = POLLOUT };
 		p->wr_idx = (int)(*n)++;
 	}

@@ -25,6 +25,7 @@ struct pump {
 	bool shut_on_eof;	/* then shutdown(DST, SHUT_WR) once flushed */
 	bool shut_done;
 	bool dst_broken;	/* DST refused bytes: further ones are dropped */
+	bool paused;		/* DST is not written to for now: bytes wait */
 	int rd_idx, wr_idx;	/* positions in the poll array, or -1 */
 	unsigned long long bytes;
 };

@@ -387,6 +387,33 @@ static bool outputs_done(const struct wrapper *w)
 	return true;
 }
 
+/*
+ * While a dump of the child is under way (its .moving marker), nothing
+ * more is written into the child's sockets: CRIU may have saved their
+ * queues already (they are written back at the restore, skqueue.h), and
+ * bytes written after that, or into a socket the dump has just closed,
+ * would be lost. They wait in the pump for the child's next host; if the
+ * dump fails, the marker goes and the child gets them here.
+ */
+static void pause_for_dump(struct wrapper *w)
+{
+	bool pending = false, moving;
+
+	for (size_t i = 0; i < w->n; i++) {
+		const struct relayed *r = &w->r[i];
+
+		if (r->to_child && r->local >= 0 && r->in.dst == r->local &&
+		    r->in.len > r->in.off)
+			pending = true;
+	}
+	moving = pending && w->state == W_RUNNING && relayfile_moving(w->child);
+	for (size_t i = 0; i < w->n; i++) {
+		struct relayed *r = &w->r[i];
+
+		r->in.paused = moving && r->in.dst == r->local;
+	}
+}
+
 static void step(struct wrapper *w)
 {
 	struct pollfd fds[4 * RELAY_MAX_FDS + MAX_PENDING + 8];
@@ -400,6 +427,7 @@ static void step(struct wrapper *w)
 	fds[n++] = (struct pollfd){ .fd = w->pidfd, .events = POLLIN };
 	fds[n++] = (struct pollfd){ .fd = w->lfd, .events = POLLIN };
 	base_p = n;
+	pause_for_dump(w);
 	for (size_t i = 0; i < w->npend; i++)
 		fds[n++] = (struct pollfd){ .fd = w->pend[i].fd, .events = POLLIN };
 	for (size_t i = 0; i < w->n; i++) {
