@@ -263,6 +263,18 @@ static void on_sweep(struct timer *t, void *arg)
 	loop_timer_arm(d->loop, t, d->cfg->sweep_interval_ms);
 }
 
+void daemon_sweep_soon(struct rackd *d)
+{
+	uint64_t now = loop_now(), since = now - d->last_sweep;
+	uint64_t delay = since >= TRACK_FRESH_MS ? 0 : TRACK_FRESH_MS - since;
+
+	/* Never later than it already is: the periodic one may be due. */
+	if (d->sweep_timer.index != SIZE_MAX &&
+	    d->sweep_timer.deadline <= now + delay)
+		return;
+	loop_timer_arm(d->loop, &d->sweep_timer, delay);
+}
+
 static int open_signals(void)
 {
 	sigset_t set;

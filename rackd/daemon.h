@@ -18,6 +18,9 @@ int daemon_reload(struct rackd *d, char *err, size_t errlen);
 /* Close everything; the table stays for the next rackd if it holds or
  * splices connections kept in the state file. */
 void daemon_stop(struct rackd *d);
+/* The socket sweep (track_sweep) soon rather than at its interval: at
+ * most one every TRACK_FRESH_MS (closed connections found early). */
+void daemon_sweep_soon(struct rackd *d);
 /* The one-line status the service manager shows. */
 const char *daemon_status(const struct rackd *d, char *buf, size_t len);
 

@@ -369,6 +369,7 @@ static const struct live_ops path_ops = {
 	.path_up = hold_end,
 	.parked_tick = migrate_tick,
 	.reconnect = reconnect_send,
+	.carriers_gone = daemon_sweep_soon,
 	.moving = reconnect_begin,
 	.reopen = reconnect_reopen,
 	.held_again = hold_restore,

@@ -143,6 +143,8 @@ static void put_live_stats(FILE *out, const struct rackd *d)
 	put_u64(out, "reconnects_unanswered", l->reconnects_unanswered);
 	put_u64(out, "path_reopens", l->reopens);
 	put_u64(out, "heard_one_way", l->heard_one_way);
+	put_u64(out, "heartbeat_carriers_closed", l->carriers_gone);
+	put_u64(out, "suspend_skipped_all_closed", l->carrierless);
 	put_u64(out, "resets_held", d->rstguard->stats.held);
 	put_u64(out, "resets_dropped", d->rstguard->stats.dropped);
 	put_u64(out, "resets_delivered", d->rstguard->stats.delivered);

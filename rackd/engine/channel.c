@@ -65,12 +65,13 @@ static uint32_t seq_slack(const struct sockdiag_progress *pr)
 enum seq_source { SEQ_FIRST, SEQ_NOW, SEQ_LAST, SEQ_GONE };
 
 static enum seq_source live_seq(struct conn *c, uint32_t *snd_una,
-				uint32_t *rcv_nxt, uint32_t *slack)
+				uint32_t *rcv_nxt, uint32_t *slack, int *diag)
 {
 	struct sockdiag_progress pr;
 	enum seq_source src = c->seq_seen ? SEQ_LAST : SEQ_GONE;
 
-	if (sockdiag_progress(&c->local, &c->remote, &pr) == 0) {
+	*diag = sockdiag_progress(&c->local, &c->remote, &pr);
+	if (*diag == 0) {
 		if (pr.state == TCP_STATE_SYN_SENT ||
 		    pr.state == TCP_STATE_SYN_RECV)
 			return SEQ_FIRST;
@@ -90,6 +91,7 @@ static enum seq_source live_seq(struct conn *c, uint32_t *snd_una,
 int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
 {
 	uint32_t snd_una, rcv_nxt, slack;
+	int diag;
 	uint8_t opt[EDP_OPT_MAX_LEN + 3];
 	/*
 	 * Almost a keepalive's numbers (RFC 1122 4.2.3.6): one below what the
@@ -125,14 +127,16 @@ int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m)
 		seg.ack = d->channel->hint_ack;
 		return channel_inject(d, &seg);
 	}
-	src = live_seq(c, &snd_una, &rcv_nxt, &slack);
+	src = live_seq(c, &snd_una, &rcv_nxt, &slack, &diag);
 
 	/* A heartbeat belongs to the path, not to its carrier: one whose
 	 * socket is gone (its last seen numbers may be far behind the
-	 * window, where strict trackers drop them) leaves it to another. */
+	 * window, where strict trackers drop them) leaves it to another.
+	 * -ENOENT: the kernel has no open socket of it (closed, in
+	 * TIME_WAIT, or checkpointed); -ENOTCONN: it could not be asked. */
 	if ((src == SEQ_LAST || src == SEQ_GONE) &&
 	    (m->type == EDP_HEARTBEAT || m->type == EDP_HEARTBEAT_ACK))
-		return -ENOTCONN;
+		return diag == -ENOENT ? -ENOENT : -ENOTCONN;
 	if (src == SEQ_NOW || src == SEQ_LAST) {
 		seg.seq = snd_una - 1;
 		seg.ack = rcv_nxt - 1;
@@ -154,8 +158,9 @@ int channel_inject(struct rackd *d, const struct inject_segment *seg)
 bool channel_snd_una(struct conn *c, uint32_t *snd_una)
 {
 	uint32_t una, rcv_nxt, slack;
+	int diag;
 
-	switch (live_seq(c, &una, &rcv_nxt, &slack)) {
+	switch (live_seq(c, &una, &rcv_nxt, &slack, &diag)) {
 	case SEQ_NOW:
 		*snd_una = una;
 		return true;
@@ -219,12 +224,13 @@ static bool numbers_plausible(struct conn *c, uint32_t seq, uint32_t ack,
 			      bool tight)
 {
 	uint32_t snd_una, rcv_nxt, slack, rwin, swin;
+	int diag;
 
 	if (in_first_window(c) &&
 	    seq_near(seq + 1, c->rend.isn + 1, FIRST_WINDOW) &&
 	    seq_near(ack, c->lend.isn + 1, FIRST_WINDOW))
 		return true;
-	switch (live_seq(c, &snd_una, &rcv_nxt, &slack)) {
+	switch (live_seq(c, &snd_una, &rcv_nxt, &slack, &diag)) {
 	case SEQ_NOW:
 	case SEQ_LAST:
 		break;

@@ -58,9 +58,10 @@ int channel_handle_unchecked(struct rackd *d, uint8_t type, channel_fn fn);
 uint32_t channel_input(struct rackd *d, struct conn *c, const struct packet *p,
 		       const struct edp_msg *m);
 /* Send M as a zero-length segment of C carrying only racks' option,
- * counted (edp msgs_out, send_errors); returns 0 or -errno: -ENOTCONN,
- * nothing sent nor counted, for a heartbeat or its answer on a
- * connection whose socket is gone. */
+ * counted (edp msgs_out, send_errors); returns 0 or -errno: for a
+ * heartbeat or its answer on a connection whose socket is gone, nothing
+ * sent nor counted, -ENOENT when the kernel said it has no open socket
+ * of it, -ENOTCONN when it could not be asked. */
 int channel_send(struct rackd *d, struct conn *c, const struct edp_msg *m);
 /* Send SEG, a segment crafted otherwise that carries a racks message
  * (reconnection SYNs, rcsyn.h), counted as channel_send() counts. */

@@ -253,19 +253,37 @@ static void probe(struct rackd *d, struct live_peer *p)
 	if (p->suspended)
 		p->tries++;
 	/* A carrier whose socket closed since the last sweep cannot carry
-	 * it (channel_send): the next one can. */
-	for (unsigned tries = 0; tries < p->nconns; tries++) {
+	 * it (channel_send): the next one can. A server of short
+	 * connections has thousands of those between two sweeps: the
+	 * sweep is asked for at once, and a path whose connections all
+	 * closed is not suspended (live_tick), nor are they re-opened. */
+	unsigned gone = 0, tries;
+
+	for (tries = 0; tries < p->nconns; tries++) {
 		struct conn *c = next_carrier(p);
+		int ret;
 
 		if (!c->confirmed) {
 			d->live->ops->reconnect(d, c);
-			return;
+			p->carrierless = false;
+			break;
 		}
-		if (live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out) !=
-		    -ENOTCONN) {
+		ret = live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
+		if (ret == -ENOENT) {
+			gone++;
+			continue;
+		}
+		if (ret != -ENOTCONN) {
 			d->live->stats.heartbeats_out++;
-			return;
+			p->carrierless = false;
+			break;
 		}
+	}
+	if (tries == p->nconns)
+		p->carrierless = gone == tries && gone;
+	if (gone) {
+		d->live->stats.carriers_gone += gone;
+		d->live->ops->carriers_gone(d);
 	}
 }
 
@@ -301,8 +319,12 @@ static void live_tick(struct timer *t, void *arg)
 		d->live->ops->parked_tick(d, p);
 		return;
 	}
-	if (!p->suspended && silent >= d->cfg->suspend_after_ms)
-		live_suspend(d, p, "no heartbeat answered");
+	if (!p->suspended && silent >= d->cfg->suspend_after_ms) {
+		if (p->carrierless)
+			d->live->stats.carrierless++;
+		else
+			live_suspend(d, p, "no heartbeat answered");
+	}
 	/* Suspended some other way (restored from a state file, created
 	 * for a move while the peer was unreachable): re-opened all the
 	 * same. */

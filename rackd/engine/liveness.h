@@ -35,6 +35,10 @@ struct live_peer {
 	uint32_t tries;		/* probes sent while suspended */
 	uint8_t backoff;	/* doublings of the wait between them */
 	bool reopening;		/* its connections re-open it with SYNs */
+	/* The last heartbeat found no connection with an open socket (all
+	 * closed since the last sweep): nothing to suspend until the sweep
+	 * has forgotten them or a live one carries the next. */
+	bool carrierless;
 	unsigned nconns;
 	struct conn *conns;	/* linked through conn->host_next */
 	struct conn *carrier;	/* the last heartbeat's connection */
@@ -79,6 +83,10 @@ struct live_stats {
 					 * SYNs on their own endpoints */
 	uint64_t heard_one_way;		/* the peer's heartbeats reached a
 					 * path whose own went unanswered */
+	uint64_t carriers_gone;		/* heartbeat carriers found closed
+					 * before the sweep (skipped) */
+	uint64_t carrierless;		/* suspensions not made: every
+					 * connection of the path closed */
 };
 
 struct rackd;
@@ -101,6 +109,9 @@ struct live_ops {
 	bool (*reconnect)(struct rackd *d, struct conn *c);
 	/* C's wire endpoints change: unconfirmed until the peer follows. */
 	void (*moving)(struct conn *c);
+	/* Heartbeat carriers were found without an open socket (closed
+	 * since the last sweep): have them forgotten soon. */
+	void (*carriers_gone)(struct rackd *d);
 	/* C's path re-opens: unconfirmed until the peer answers C's
 	 * reconnection on its own endpoints, or its segments arrive. */
 	void (*reopen)(struct conn *c);

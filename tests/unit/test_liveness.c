@@ -42,16 +42,19 @@ bool channel_numbered_valid(struct rackd *d, struct conn *c,
 }
 
 /* A connection whose socket is gone: channel_send refuses to let it
- * carry heartbeats. */
+ * carry heartbeats (-ENOENT: the kernel has none). ALL_CLOSED: every
+ * connection's socket is gone. */
 static struct conn *closed_carrier;
+static bool all_closed;
+static unsigned sweeps_asked;
 
 int channel_send_numbered(struct rackd *d, struct conn *c, uint8_t type,
 			  uint32_t counter)
 {
 	(void)d;
-	if (c == closed_carrier && (type == EDP_HEARTBEAT ||
-				    type == EDP_HEARTBEAT_ACK))
-		return -ENOTCONN;
+	if ((c == closed_carrier || all_closed) &&
+	    (type == EDP_HEARTBEAT || type == EDP_HEARTBEAT_ACK))
+		return -ENOENT;
 	if (nmsgs < FAKE_MAX)
 		msgs[nmsgs++] = (struct sent_msg){ c, type, counter };
 	return 0;
@@ -167,7 +170,15 @@ static void op_unhold(struct rackd *d, struct conn *c)
 	unholds++;
 }
 
+/* As daemon_sweep_soon(). */
+static void op_carriers_gone(struct rackd *d)
+{
+	(void)d;
+	sweeps_asked++;
+}
+
 static const struct live_ops ops = {
+	.carriers_gone = op_carriers_gone,
 	.path_down = op_down,
 	.path_up = op_up,
 	.parked_tick = op_parked,
@@ -194,6 +205,8 @@ static struct conn *setup(void)
 	paced = false;
 	last_down = last_up = NULL;
 	closed_carrier = NULL;
+	all_closed = false;
+	sweeps_asked = 0;
 	c = fake_conn(&d, "10.0.0.1:40000", "10.0.0.2:22", true);
 	event_subscribe(&d.events, LIVE_EVENTS, live_event, &d);
 	event_post(&d.events, EVENT_CONNECTED, c, NULL);
@@ -593,7 +606,41 @@ TEST(test_closed_carrier_leaves_heartbeats_to_another)
 	}
 	CHECK_EQ_INT(d.live->stats.heartbeats_out, 6);
 	CHECK_EQ_INT(downs, 0);
+	/* Found closed: the sweep that forgets it is asked for. */
+	CHECK(sweeps_asked >= 1);
+	CHECK(d.live->stats.carriers_gone >= 1);
 	closed_carrier = NULL;
+	teardown();
+}
+
+/*
+ * A server of short connections: every connection of a path closed since
+ * the last sweep. Its heartbeats have no carrier and go unanswered, but
+ * there is nothing left to hold: the path is not suspended (nothing held,
+ * no reconnection SYN for a closed socket), the sweep is asked for, and a
+ * connection that carries again makes silence count once more.
+ */
+TEST(test_path_whose_connections_all_closed_is_not_suspended)
+{
+	struct conn *c = setup();
+	struct conn *o = fake_conn(&d, "10.0.0.1:40001", "10.0.0.2:22", true);
+
+	event_post(&d.events, EVENT_CONNECTED, o, NULL);
+	all_closed = true;
+	fake_advance(3 * d.cfg->suspend_after_ms);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 0);
+	CHECK_EQ_INT(downs, 0);
+	CHECK_EQ_INT(reconnects, 0);
+	CHECK(!c->host->suspended);
+	CHECK(sweeps_asked >= 1);
+	CHECK(d.live->stats.carrierless >= 1);
+	/* The positive control: one socket open again, still unanswered:
+	 * suspended within suspend_after. */
+	all_closed = false;
+	fake_advance(d.cfg->suspend_after_ms);
+	CHECK(sent_of(EDP_HEARTBEAT) >= 1);
+	CHECK_EQ_INT(downs, 2);		/* both held, one call */
+	CHECK(c->host->suspended);
 	teardown();
 }
 
@@ -615,6 +662,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_parked_path_ticks_for_migration),
 	UNIT(test_gone_connection_leaves_its_path),
 	UNIT(test_closed_carrier_leaves_heartbeats_to_another),
+	UNIT(test_path_whose_connections_all_closed_is_not_suspended),
 };
 
 UNIT_MAIN("liveness", tests)
