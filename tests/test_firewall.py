@@ -350,6 +350,7 @@ def test_a_move_that_lost_a_full_window_passes_window_tracking(topo, tmp_path):
     numbers and a window R scales) widened R's view first. Without it the
     upload never moves again; with it, it goes on at full speed."""
     install_middlebox(topo, strict=True)
+    at_old = count_invalid_at(topo, topo.addr["b"]["v4"])
     ra = topo.start_rackd("a", config=FAST)
     rb = topo.start_rackd("b", config=FAST)
     port = int(IPERF_PORT)
@@ -413,7 +414,11 @@ def test_a_move_that_lost_a_full_window_passes_window_tracking(topo, tmp_path):
     assert rb.status()["reconnects_sent"] >= 1
     # R dropped nothing of the moved flow (before the fix: every segment
     # of A's, 60 to 110 of them, and B's reconnections forever after).
-    assert counter(topo, "invalid") == 0
+    # Only A's re-opening SYNs towards B's old address may be invalid at
+    # R (count_invalid_at): A suspends during the cut too, and on a slow
+    # machine re-opens before B's reconnection reaches it.
+    assert counter(topo, "invalid") == at_old.count("invalid"), \
+        (counter(topo, "invalid"), at_old.count("invalid"))
     print(f"\nlost in the cut: {lost} B in flight; after the move: "
           f"{[round(b / 1e6) for b in late]} MB/s")
 

@@ -91,6 +91,15 @@ def rackckpt(*args, ns=None, check=False, timeout=60, env=None):
                           check=check, env=env)
 
 
+def entered(ns, proc):
+    """PROC, once it runs in NS: `nsenter --net` enters it before it
+    execs, and a loaded machine may show the pid outside it until then."""
+    want = os.stat(f"/run/netns/{ns.name}").st_ino
+    testbed.wait_until(lambda: os.stat(f"/proc/{proc.pid}/ns/net").st_ino
+                       == want, 5, f"{proc.pid} in {ns.name}")
+    return proc
+
+
 def alive(pid):
     try:
         os.kill(pid, 0)
@@ -241,8 +250,9 @@ def test_dump_refuses_a_process_that_does_not_lead_its_session(topo,
                                                               tmpdir_path):
     need_criu()
     rackd = topo.start_rackd("a")
-    child = topo.a.popen(["sleep", "60"], nsenter=True,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    child = entered(topo.a, topo.a.popen(
+        ["sleep", "60"], nsenter=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL))
     proc = rackckpt("-S", rackd.sock, "dump", child.pid, tmpdir_path / "c",
                     ns=topo.a)
     assert proc.returncode == 1
@@ -319,8 +329,9 @@ def test_dump_lists_unmanaged_connections_and_changes_nothing(topo,
 def test_dump_refuses_a_directory_in_use(topo, tmpdir_path):
     need_criu()
     rackd = topo.start_rackd("a")
-    child = topo.a.popen(["sleep", "60"], nsenter=True, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, start_new_session=True)
+    child = entered(topo.a, topo.a.popen(
+        ["sleep", "60"], nsenter=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, start_new_session=True))
     (tmpdir_path / "old").write_text("x")
     proc = rackckpt("-S", rackd.sock, "dump", child.pid, tmpdir_path, ns=topo.a)
     assert proc.returncode == 1
