@@ -1125,6 +1125,8 @@ def forgot(bench):
                 "delivered again."]}
 
 
+import fig_http  # noqa: E402  (bench/fig_http.py uses the helpers above)
+
 RUN = {
     "throughput": throughput,
     "latency": latency,
@@ -1137,5 +1139,6 @@ RUN = {
     "moved": moved,
     "synflood": synflood,
     "forgot": forgot,
+    "http": fig_http.http,
 }
 NAMES = tuple(RUN)

@@ -32,10 +32,13 @@ BUILD_PKGS="build-essential pkg-config libmnl-dev libnetfilter-queue-dev
 # a middlebox that forgets its flows (tests/test_forget.py, make bench);
 # util-linux: nsenter, setpriv, unshare (Essential today, named anyway);
 # python3-dissononce: an independent Noise implementation that
-# edp/noise.c must interoperate with (tests/test_noise.py).
+# edp/noise.c must interoperate with (tests/test_noise.py);
+# nginx-light and apache2-utils (ab): a real web server and load generator
+# for make bench's short connections, one request each (bench/fig_http.py).
 TEST_PKGS="nftables iproute2 procps kmod util-linux python3 python3-pytest
 	python3-pytest-xdist python3-execnet python3-scapy iperf3 tcpdump libclang-rt-14-dev mandoc
-	openssh-server openssh-client python3-matplotlib conntrack python3-dissononce"
+	openssh-server openssh-client python3-matplotlib conntrack python3-dissononce
+	nginx-light apache2-utils"
 # make deb: dpkg-dev (dpkg-buildpackage), debhelper (dh, dh_installsystemd),
 # fakeroot (root-owned files without root), lintian (checks the package);
 # systemd: systemd-analyze verifies packaging/rackd.service; strace: the

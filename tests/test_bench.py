@@ -2,7 +2,9 @@
 its C tools across the test-bed. The benchmark itself runs minutes and
 measures; these tests only show that its pieces compute what they claim.
 
-Topology (tools test): the standard A -- R -- B, no rackd.
+Topology (tools test): the standard A -- R -- B, no rackd; the http
+figure's test runs nginx in B and ab in A, with rackd on the queue and
+the BPF path (the topology's cgroup).
 """
 
 import json
@@ -228,3 +230,88 @@ def test_synflood_offers_racks_exactly_as_rackd_does(topo, tmp_path):
     assert len({o[10:18] for o in with_option}) == len(with_option)
     assert all(len(o) == 20 and o[0] == 2 for o in flooded
                if o not in with_option)
+
+
+@pytest.mark.bulk
+def test_http_figure_measures_managed_connections_and_fails_loudly(
+        topo, monkeypatch):
+    """The http figure (bench/fig_http.py) in one short run of each mode:
+    nginx in B and ab in A, plain against racks on the queue path and on
+    the BPF path. Every row is there with numbers, and the rackds'
+    counters show that the racks runs' connections were managed. A run
+    that cannot count is an error, never a number: ab against a server
+    that is not listening, a 404 for every request, and racks' client
+    facing no racks server (its counter stays put) each raise."""
+    testbed.need_tools("nginx", "ab", "ss")
+    testbed.make("bench-tools", timeout=120)
+    import figures  # noqa: F401  (first: it imports fig_http for RUN)
+    import fig_http
+    assert figures.RUN["http"] is fig_http.http
+    topo.use_cgroup()
+    bench = figures.Bench(topo, quick=True)
+    try:
+        fig = fig_http.http(bench, runs=1, requests=300)
+        rates = [r for r in fig["rows"] if "suspended" not in r["label"]]
+        assert [r["label"] for r in rates] == [
+            "racks <-> racks, queue (requests/s)",
+            "racks <-> racks, BPF (requests/s)",
+            "racks <-> racks, BPF, until rackd had set up every "
+            "connection (requests/s)",
+            "racks client -> plain server, BPF (requests/s)",
+            "racks client -> plain server, BPF, until rackd had set up "
+            "every connection (requests/s)",
+            "control: plain against plain (plain again in the racks "
+            "column)"], rates
+        for r in rates:
+            assert r["plain"]["n"] == r["racks"]["n"] == 1, r
+            assert r["plain"]["median"] > 0 and r["racks"]["median"] > 0, r
+            assert isinstance(r["ratio"], float) and r["ratio"] > 0, r
+        goal = rates[1]
+        assert goal["goal"] == ">= 0.9" and goal["met"] in (True, False)
+        # Both racks <-> racks modes count suspensions (a healthy path
+        # has none; the count is a number, whatever it is).
+        suspended = [r for r in fig["rows"] if "suspended" in r["label"]]
+        assert [r["label"].split(":")[0] for r in suspended] == [
+            "racks <-> racks, queue", "racks <-> racks, BPF"], suspended
+        assert all(r["racks"]["n"] == 1 and r["goal"] == "0" and
+                   r["plain"] is None for r in suspended), suspended
+        for mode, (_, _, counters, _, _) in fig_http.MODES.items():
+            [got] = fig["managed"][mode]
+            assert set(got) == set(counters), (mode, got)
+            assert all(n >= 0.95 * 300 for n in got.values()), (mode, got)
+
+        # Nobody listening: ab fails, the figure raises.
+        url = f"http://{topo.addr['b']['v4']}:{fig_http.HTTP_PORT}/"
+        with pytest.raises(fig_http.AbError, match="exited"):
+            fig_http.ab(topo.a, url + fig_http.FILE_NAME, 20)
+        # Answers, but 404s: not a measurement either. The positive
+        # control: the same server serves the figure's file.
+        server = fig_http.Nginx(topo.b, topo.addr["b"]["v4"])
+        try:
+            with pytest.raises(fig_http.AbError, match="non-2xx 20"):
+                fig_http.ab(topo.a, url + "missing", 20)
+            assert fig_http.ab(topo.a, url + fig_http.FILE_NAME, 20)[
+                "rps"] > 0
+        finally:
+            server.close()
+
+        class NoServer:
+            def __init__(self, *args):
+                pass
+
+            def close(self):
+                pass
+        with monkeypatch.context() as m:
+            m.setattr(fig_http, "Nginx", NoServer)
+            with pytest.raises(fig_http.AbError, match="exited"):
+                fig_http.http(bench, runs=1, requests=50)
+        # racks silently off: rackd on A alone on the queue path, whose
+        # edp_setup_ok cannot grow against a server without rackd.
+        with monkeypatch.context() as m:
+            m.setattr(fig_http, "MODES", {"racks off": (
+                ("a",), "queue", {"a": "edp_setup_ok"}, None, None)})
+            with pytest.raises(testbed.TestbedError,
+                               match="not managed by racks"):
+                fig_http.http(bench, runs=1, requests=100)
+    finally:
+        bench.close()
