@@ -1140,5 +1140,6 @@ RUN = {
     "synflood": synflood,
     "forgot": forgot,
     "http": fig_http.http,
+    "spliced": lambda bench: __import__("fig_spliced").spliced(bench),
 }
 NAMES = tuple(RUN)

@@ -87,10 +87,10 @@ def plot(results, path):
     fig, ax = plt.subplots(figsize=(10, 0.4 * len(rows) + 1.5))
     labels = [f"{name}: {r['label']}" for name, r in rows]
     ratios = [r["ratio"] for _, r in rows]
-    lo = [r["ratio"] - r["racks"]["min"] / r["plain"]["median"]
-          for _, r in rows]
-    hi = [r["racks"]["max"] / r["plain"]["median"] - r["ratio"]
-          for _, r in rows]
+    # A row without a plain column is a ratio itself (spliced figure).
+    scale = [r["plain"]["median"] if r["plain"] else 1 for _, r in rows]
+    lo = [r["ratio"] - r["racks"]["min"] / s for (_, r), s in zip(rows, scale)]
+    hi = [r["racks"]["max"] / s - r["ratio"] for (_, r), s in zip(rows, scale)]
     colors = ["tab:green" if r["met"] is not False else "tab:red"
               for _, r in rows]
     ax.barh(range(len(rows)), ratios, xerr=[[max(0, x) for x in lo],
