@@ -482,6 +482,14 @@ static __always_inline void push(struct bpf_sock_ops *skops,
 	if (reader_busy) {
 		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 		count(RACKS_BPF_CNT_QUIET);
+	} else if (!p && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) <
+		   bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 8) {
+		/* A plain peer's connection: only adoption will come of it,
+		 * which can wait for rackd's next reading (any wake-up, a
+		 * query, the sweep), rather than take the CPU from the
+		 * connection now. A ring an eighth full wakes it. */
+		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+		count(RACKS_BPF_CNT_LAZY);
 	} else {
 		/* Adaptive: wakes the reader if it had read everything. */
 		bpf_ringbuf_submit(ev, 0);
@@ -533,7 +541,10 @@ static __always_inline void passive_established(struct bpf_sock_ops *skops,
 		copy = *p;
 		push(skops, k, RACKS_BPF_PASSIVE, &copy);
 	} else {
-		push(skops, k, RACKS_BPF_PASSIVE, NULL);
+		/* A plain client of ours: rackd has nothing to do with it
+		 * (the queue path never sees its SYN either); adoption, if
+		 * its client's rackd asks, finds the socket by itself. */
+		count(RACKS_BPF_CNT_PASSIVE_PLAIN);
 	}
 	if (p)
 		bpf_map_delete_elem(&pending, k);

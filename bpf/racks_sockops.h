@@ -94,6 +94,9 @@ enum racks_bpf_counter {
 	RACKS_BPF_CNT_NO_ROOM,		/* SYN or SYN-ACK without option room */
 	RACKS_BPF_CNT_NO_STATE,		/* sk storage / pending map refused */
 	RACKS_BPF_CNT_QUIET,		/* records pushed without a wake-up */
+	RACKS_BPF_CNT_PASSIVE_PLAIN,	/* plain clients of ours: no record */
+	RACKS_BPF_CNT_LAZY,		/* plain records left for rackd's
+					 * next reading (no wake-up) */
 	RACKS_BPF_CNT_MAX
 };
 

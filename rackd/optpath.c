@@ -46,10 +46,15 @@ static void pair_changed(void *arg, const struct host_pair *h,
 		offer_sync(d, where);
 }
 
+static void pull(struct rackd *d);
+
 void optpath_sync(struct rackd *d)
 {
 	if (!d->bpf)
 		return;
+	/* Plain peers' records wake nobody (bpf/racks_sockops.bpf.c): the
+	 * sweep reads them at the latest. */
+	pull(d);
 	for (struct host_pair *h = d->host_pairs.head; h; h = h->next) {
 		known_sync(d, h->id, true);
 		if (h->have_addr)

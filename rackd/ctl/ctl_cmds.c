@@ -255,6 +255,9 @@ static int cmd_status(struct rackd *d, const struct proto_msg *req, FILE *out,
 	char fp[EDP_HOST_FP_STRLEN];
 
 	(void)req, (void)err, (void)errlen;
+	/* The records the BPF path left for later count too. */
+	if (d->records_pull)
+		d->records_pull(d);
 	queue_totals(d, &total);
 	edp_host_fingerprint(d->hostkey.pk, fp);
 	proto_put(out, "version", "%s", RACKD_VERSION);
@@ -421,7 +424,10 @@ static int cmd_list(struct rackd *d, const struct proto_msg *req, FILE *out,
 		    char *err, size_t errlen)
 {
 	(void)req, (void)err, (void)errlen;
-	/* Show the kernel's current view, not the last periodic sweep's. */
+	/* Show the kernel's current view, not the last periodic sweep's,
+	 * with every record the BPF path left for later (plain peers'). */
+	if (d->records_pull)
+		d->records_pull(d);
 	track_sweep_fresh(d);
 	for (const struct conn *c = d->conns.head; c; c = c->next) {
 		proto_put(out, "record", "conn");
@@ -480,6 +486,8 @@ static int cmd_show(struct rackd *d, const struct proto_msg *req, FILE *out,
 
 	if (ret)
 		return ret;
+	if (d->records_pull)
+		d->records_pull(d);
 	track_sweep_fresh(d);
 	c = conn_find_id(&d->conns, id);
 	if (!c) {

@@ -557,6 +557,8 @@ const char *bpfopt_counter_name(unsigned i)
 		[RACKS_BPF_CNT_NO_ROOM] = "no_room",
 		[RACKS_BPF_CNT_NO_STATE] = "no_state",
 		[RACKS_BPF_CNT_QUIET] = "quiet_records",
+		[RACKS_BPF_CNT_PASSIVE_PLAIN] = "passive_plain",
+		[RACKS_BPF_CNT_LAZY] = "lazy_records",
 	};
 
 	return i < RACKS_BPF_CNT_MAX && names[i] ? names[i] : "unknown";
