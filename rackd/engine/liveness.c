@@ -247,6 +247,8 @@ static bool path_unconfirmed(const struct live_peer *p)
 /* One heartbeat on the path's next carrier; a connection the peer must
  * learn our new endpoints of asks for that instead, and its answer proves
  * the path as well. */
+#define LIVE_CARRIER_LOOKS 16
+
 static void probe(struct rackd *d, struct live_peer *p)
 {
 	p->last_probe = loop_now();
@@ -257,30 +259,50 @@ static void probe(struct rackd *d, struct live_peer *p)
 	 * connections has thousands of those between two sweeps: the
 	 * sweep is asked for at once, and a path whose connections all
 	 * closed is not suspended (live_tick), nor are they re-opened. */
-	unsigned gone = 0, tries;
+	/* One whose socket is closing goes last (the peer's may be gone
+	 * already, and its heartbeat unanswered for that alone: a server
+	 * closes its short connections first); the kernel is asked about
+	 * at most LIVE_CARRIER_LOOKS of them per heartbeat. */
+	unsigned gone = 0, tries, looked = 0;
+	struct conn *closing = NULL;
+	bool sent = false;
 
-	for (tries = 0; tries < p->nconns; tries++) {
+	for (tries = 0; tries < p->nconns && !sent; tries++) {
 		struct conn *c = next_carrier(p);
-		int ret;
+		int ret, st;
 
 		if (!c->confirmed) {
 			d->live->ops->reconnect(d, c);
 			p->carrierless = false;
-			break;
+			return;
+		}
+		if (looked++ < LIVE_CARRIER_LOOKS) {
+			st = sockdiag_state(&c->local, &c->remote);
+			if (st == -ENOENT) {
+				gone++;
+				continue;
+			}
+			if (st >= 0 && st != TCP_STATE_ESTABLISHED) {
+				if (!closing)
+					closing = c;
+				continue;
+			}
 		}
 		ret = live_send(d, c, EDP_HEARTBEAT, ++c->edp->hb_out);
-		if (ret == -ENOENT) {
+		if (ret == -ENOENT)
 			gone++;
-			continue;
-		}
-		if (ret != -ENOTCONN) {
-			d->live->stats.heartbeats_out++;
-			p->carrierless = false;
-			break;
-		}
+		else if (ret != -ENOTCONN)
+			sent = true;
 	}
-	if (tries == p->nconns)
+	if (!sent && closing)
+		sent = live_send(d, closing, EDP_HEARTBEAT,
+				 ++closing->edp->hb_out) == 0;
+	if (sent) {
+		d->live->stats.heartbeats_out++;
+		p->carrierless = false;
+	} else {
 		p->carrierless = gone == tries && gone;
+	}
 	if (gone) {
 		d->live->stats.carriers_gone += gone;
 		d->live->ops->carriers_gone(d);

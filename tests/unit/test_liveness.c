@@ -644,6 +644,22 @@ TEST(test_path_whose_connections_all_closed_is_not_suspended)
 	teardown();
 }
 
+/* Every connection of the path half-closed by its peer (CLOSE_WAIT): a
+ * closing carrier goes last, but when there is no other it still carries
+ * the heartbeat (the peer's socket, in FIN_WAIT2, answers). */
+TEST(test_closing_carriers_still_carry_when_nothing_else_does)
+{
+	struct conn *c = setup();
+
+	fake_sock_state = TCP_STATE_CLOSE_WAIT;
+	fake_advance(d.cfg->suspend_after_ms / 3);
+	CHECK_EQ_INT(sent_of(EDP_HEARTBEAT), 1);
+	CHECK(msgs[nmsgs - 1].c == c);
+	CHECK_EQ_INT(sweeps_asked, 0);
+	fake_sock_state = TCP_STATE_ESTABLISHED;
+	teardown();
+}
+
 static const struct unit_test tests[] = {
 	UNIT(test_registers_heartbeats),
 	UNIT(test_silent_path_is_suspended),
@@ -663,6 +679,7 @@ static const struct unit_test tests[] = {
 	UNIT(test_gone_connection_leaves_its_path),
 	UNIT(test_closed_carrier_leaves_heartbeats_to_another),
 	UNIT(test_path_whose_connections_all_closed_is_not_suspended),
+	UNIT(test_closing_carriers_still_carry_when_nothing_else_does),
 };
 
 UNIT_MAIN("liveness", tests)
