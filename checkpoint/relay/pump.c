@@ -87,8 +87,9 @@ static void do_write(struct pump *p)
 
 void pump_run(struct pump *p, const struct pollfd *fds)
 {
-	/* An end detached since poll() (the child died) is left alone. */
-	if (p->wr_idx >= 0 && p->dst == fds[p->wr_idx].fd &&
+	/* An end detached since poll() (the child died) is left alone, and
+	 * so is one paused since. */
+	if (p->wr_idx >= 0 && !p->paused && p->dst == fds[p->wr_idx].fd &&
 	    fds[p->wr_idx].revents & (POLLOUT | POLLERR | POLLHUP))
 		do_write(p);
 	if (p->rd_idx >= 0 && p->src == fds[p->rd_idx].fd &&

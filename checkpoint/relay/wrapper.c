@@ -441,6 +441,10 @@ static void step(struct wrapper *w)
 	}
 	if (fds[1].revents & POLLIN)
 		reap(w);
+	/* Again now: a dump that began while poll() waited has killed the
+	 * child, which is what woke it (its socket hung up or has room):
+	 * nothing may be written there, nor dropped for having failed. */
+	pause_for_dump(w);
 	for (size_t i = 0; i < w->n; i++) {
 		struct relayed *r = &w->r[i];
 
